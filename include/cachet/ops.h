@@ -1,0 +1,58 @@
+// Element-wise and small ops used by the models, on f32. Each has a scalar reference
+// (cachet::ops::ref) and AVX2 / AVX-512 versions chosen at run time; tests hold them together.
+#pragma once
+#include <cstdint>
+
+namespace cachet::ops {
+
+// y = x * rsqrt(mean(x^2) + eps) * (one_plus ? (1 + w) : w); w may be null (no scale).
+void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps, bool one_plus);
+// LayerNorm: y = (x - mean) / sqrt(var + eps) * w + b (w, b may be null).
+void layernorm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps);
+// In-place softmax over n values (max-subtracted, f32 accumulation).
+void softmax(float* x, int64_t n);
+void gelu(const float* x, float* y, int64_t n);       // exact: 0.5 x (1 + erf(x / sqrt 2))
+void gelu_tanh(const float* x, float* y, int64_t n);  // tanh approximation
+void silu(const float* x, float* y, int64_t n);
+void softplus(const float* x, float* y, int64_t n);   // log(1 + e^x), stable; x > 20 gives x
+void sigmoid(const float* x, float* y, int64_t n);
+void add(const float* a, const float* b, float* y, int64_t n);
+void mul(const float* a, const float* b, float* y, int64_t n);
+void scale(const float* x, float s, float* y, int64_t n);
+float dot(const float* a, const float* b, int64_t n);
+// y += a * x
+void axpy(float a, const float* x, float* y, int64_t n);
+
+// Rotary embedding of one head vector, in place, on its first rot_dim dims.
+// neox (half-split) pairs (j, j + rot_dim/2); interleaved pairs (2j, 2j+1).
+// Angle for pair j: pos * theta^(-2j/rot_dim), computed in f32.
+void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta);
+void rope_interleaved(float* x, int64_t rot_dim, int64_t pos, float theta);
+
+// Causal depthwise conv1d over T steps and C channels with K taps:
+//   y[t, c] = b[c] + sum_k w[c * K + k] * u[t - (K - 1) + k, c]
+// where u[-j] for j = 1..K-1 are the rows of hist ([K-1, C], oldest first). b may be null.
+void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,
+                      int64_t T, int64_t C, int64_t K);
+
+namespace ref {
+void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps, bool one_plus);
+void layernorm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps);
+void softmax(float* x, int64_t n);
+void gelu(const float* x, float* y, int64_t n);
+void gelu_tanh(const float* x, float* y, int64_t n);
+void silu(const float* x, float* y, int64_t n);
+void softplus(const float* x, float* y, int64_t n);
+void sigmoid(const float* x, float* y, int64_t n);
+void add(const float* a, const float* b, float* y, int64_t n);
+void mul(const float* a, const float* b, float* y, int64_t n);
+void scale(const float* x, float s, float* y, int64_t n);
+float dot(const float* a, const float* b, int64_t n);
+void axpy(float a, const float* x, float* y, int64_t n);
+void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta);
+void rope_interleaved(float* x, int64_t rot_dim, int64_t pos, float theta);
+void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,
+                      int64_t T, int64_t C, int64_t K);
+}  // namespace ref
+
+}  // namespace cachet::ops

@@ -1,0 +1,48 @@
+// A persistent pool of worker threads with a low-latency barrier. The calling thread takes
+// part as worker 0. Work is split by index ranges, so results never depend on the thread count
+// as long as each output is computed by one thread in a fixed order.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace cachet {
+
+class ThreadPool {
+ public:
+  // n_threads <= 0: one per hardware thread.
+  explicit ThreadPool(int n_threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  // Runs fn(thread_index, n_threads) once on every thread; returns when all have finished.
+  // Exceptions thrown by fn are rethrown on the caller (the first one wins).
+  void run(const std::function<void(int, int)>& fn);
+  // Splits [0, n) into one contiguous range per thread, boundaries multiples of grain.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+  // Range of [0, n) for thread i of k, boundaries rounded to grain.
+  static void split(int64_t n, int64_t grain, int i, int k, int64_t* begin, int64_t* end);
+
+ private:
+  void worker(int index);
+  int n_threads_;
+  std::vector<std::thread> threads_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  std::exception_ptr error_;
+  std::atomic<bool> has_error_{false};
+};
+
+// Process-wide pool used by the CLI and by code that is not handed one. Sized on first use
+// from set_default_threads (or all hardware threads).
+ThreadPool& default_pool();
+void set_default_threads(int n);
+
+}  // namespace cachet

@@ -1,0 +1,105 @@
+#include "cachet/cpu.h"
+
+#include <cpuid.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+namespace cachet {
+namespace {
+
+uint64_t xgetbv0() {
+  uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = c & (1u << 27);
+  const bool fma = c & (1u << 12), f16c = c & (1u << 29), avx = c & (1u << 28);
+  if (!osxsave || !avx) return f;
+  const uint64_t xcr0 = xgetbv0();
+  const bool ymm_ok = (xcr0 & 0x6) == 0x6;
+  const bool zmm_ok = (xcr0 & 0xe6) == 0xe6;
+  if (!ymm_ok) return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  f.avx2 = b & (1u << 5);
+  f.bmi2 = b & (1u << 8);
+  f.fma = fma;
+  f.f16c = f16c;
+  if (zmm_ok) {
+    f.avx512f = b & (1u << 16);
+    f.avx512dq = b & (1u << 17);
+    f.avx512bw = b & (1u << 30);
+    f.avx512vl = b & (1u << 31);
+    f.avx512vbmi = c & (1u << 1);
+    f.avx512vnni = c & (1u << 11);
+    unsigned a1, b1, c1, d1;
+    __cpuid_count(7, 1, a1, b1, c1, d1);
+    f.avx512bf16 = a1 & (1u << 5);
+  }
+  return f;
+}
+
+Isa detect_best() {
+  const auto& f = cpu_features();
+  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni && f.avx512bf16 &&
+      f.avx512vbmi && f.avx2 && f.fma && f.f16c && f.bmi2)
+    return Isa::Avx512;
+  if (f.avx2 && f.fma && f.f16c && f.bmi2) return Isa::Avx2;
+  return Isa::Scalar;
+}
+
+Isa from_env(Isa best) {
+  const char* e = std::getenv("CACHET_ISA");
+  if (!e) return best;
+  std::string s(e);
+  Isa want = best;
+  if (s == "scalar") want = Isa::Scalar;
+  else if (s == "avx2") want = Isa::Avx2;
+  else if (s == "avx512") want = Isa::Avx512;
+  return want < best ? want : best;
+}
+
+std::atomic<int> g_isa{-1};
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+Isa best_isa() {
+  static const Isa b = detect_best();
+  return b;
+}
+
+Isa active_isa() {
+  int v = g_isa.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = static_cast<int>(from_env(best_isa()));
+    g_isa.store(v, std::memory_order_relaxed);
+  }
+  return static_cast<Isa>(v);
+}
+
+void set_isa(Isa isa) {
+  Isa b = best_isa();
+  g_isa.store(static_cast<int>(isa < b ? isa : b));
+}
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+}  // namespace cachet

@@ -1,0 +1,98 @@
+#include "cachet/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "cachet/error.h"
+
+namespace cachet {
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t Tensor::dim(int i) const {
+  const int n = static_cast<int>(shape.size());
+  const int j = i < 0 ? n + i : i;
+  CACHET_CHECK(j >= 0 && j < n, "tensor '", name, "': no dimension ", i, " in shape ", shape_str());
+  return shape[j];
+}
+
+bool Tensor::contiguous() const { return strides.empty() || strides == contiguous_strides(shape); }
+
+std::string Tensor::shape_str() const {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+const uint8_t* Tensor::row(int64_t r) const {
+  return bytes() + static_cast<size_t>(r) * row_bytes(dtype, cols());
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+size_t tensor_bytes(DType dtype, const std::vector<int64_t>& shape) {
+  const auto& info = dtype_info(dtype);
+  if (shape.empty()) return row_bytes(dtype, 1);
+  unsigned __int128 n = 1;
+  for (int64_t d : shape) {
+    CACHET_CHECK(d >= 0, "negative dimension ", d);
+    n *= static_cast<uint64_t>(d);
+    CACHET_CHECK(n <= (static_cast<unsigned __int128>(1) << 62), "tensor size overflows");
+  }
+  const int64_t inner = shape.back();
+  CACHET_CHECK(inner % info.block_elems == 0, "inner dimension ", inner, " is not a multiple of the ",
+               info.name, " block size ", info.block_elems);
+  return static_cast<size_t>(n / info.block_elems) * static_cast<size_t>(info.block_bytes);
+}
+
+std::shared_ptr<void> aligned_buffer(size_t bytes) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p) fail("out of memory allocating ", bytes, " bytes");
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+Tensor Tensor::zeros(DType dtype, std::vector<int64_t> shape, std::string name) {
+  Tensor t;
+  t.name = std::move(name);
+  t.dtype = dtype;
+  t.nbytes = tensor_bytes(dtype, shape);
+  t.shape = std::move(shape);
+  t.strides = contiguous_strides(t.shape);
+  auto buf = aligned_buffer(t.nbytes);
+  std::memset(buf.get(), 0, t.nbytes);
+  t.data = buf.get();
+  t.owner = std::move(buf);
+  return t;
+}
+
+Tensor Tensor::view(DType dtype, std::vector<int64_t> shape, const void* data,
+                    std::shared_ptr<const void> owner, std::string name) {
+  Tensor t;
+  t.name = std::move(name);
+  t.dtype = dtype;
+  t.nbytes = tensor_bytes(dtype, shape);
+  t.shape = std::move(shape);
+  t.strides = contiguous_strides(t.shape);
+  t.data = const_cast<void*>(data);
+  t.owner = std::move(owner);
+  return t;
+}
+
+}  // namespace cachet

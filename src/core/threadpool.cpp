@@ -1,0 +1,122 @@
+#include "cachet/threadpool.h"
+
+#include <immintrin.h>
+
+#include <memory>
+#include <mutex>
+
+namespace cachet {
+namespace {
+inline void cpu_relax() { _mm_pause(); }
+constexpr int kSpinIterations = 1 << 16;
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) {
+  if (n_threads <= 0) n_threads = static_cast<int>(std::thread::hardware_concurrency());
+  if (n_threads <= 0) n_threads = 1;
+  n_threads_ = n_threads;
+  for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::worker(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t g = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; g == seen && spin < kSpinIterations; ++spin) {
+      cpu_relax();
+      g = generation_.load(std::memory_order_acquire);
+    }
+    while (g == seen) {
+      generation_.wait(seen, std::memory_order_acquire);
+      g = generation_.load(std::memory_order_acquire);
+    }
+    seen = g;
+    if (stop_.load()) return;
+    try {
+      (*job_)(index, n_threads_);
+    } catch (...) {
+      bool expected = false;
+      if (has_error_.compare_exchange_strong(expected, true)) error_ = std::current_exception();
+    }
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::run(const std::function<void(int, int)>& fn) {
+  if (n_threads_ == 1) {
+    fn(0, 1);
+    return;
+  }
+  job_ = &fn;
+  has_error_.store(false);
+  error_ = nullptr;
+  pending_.store(n_threads_ - 1, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  std::exception_ptr mine;
+  try {
+    fn(0, n_threads_);
+  } catch (...) {
+    mine = std::current_exception();
+  }
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations)
+      cpu_relax();
+    else
+      std::this_thread::yield();
+  }
+  job_ = nullptr;
+  if (mine) std::rethrow_exception(mine);
+  if (has_error_.load()) std::rethrow_exception(error_);
+}
+
+void ThreadPool::split(int64_t n, int64_t grain, int i, int k, int64_t* begin, int64_t* end) {
+  if (grain < 1) grain = 1;
+  const int64_t units = (n + grain - 1) / grain;
+  const int64_t b = units * i / k, e = units * (i + 1) / k;
+  *begin = b * grain < n ? b * grain : n;
+  *end = e * grain < n ? e * grain : n;
+}
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain,
+                              const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (n_threads_ == 1 || n <= grain) {
+    fn(0, n);
+    return;
+  }
+  run([&](int i, int k) {
+    int64_t b, e;
+    split(n, grain, i, k, &b, &e);
+    if (b < e) fn(b, e);
+  });
+}
+
+namespace {
+std::mutex g_pool_mu;
+int g_default_threads = 0;
+std::unique_ptr<ThreadPool> g_pool;
+}  // namespace
+
+ThreadPool& default_pool() {
+  std::lock_guard<std::mutex> lock(g_pool_mu);
+  if (!g_pool) g_pool = std::make_unique<ThreadPool>(g_default_threads);
+  return *g_pool;
+}
+
+void set_default_threads(int n) {
+  std::lock_guard<std::mutex> lock(g_pool_mu);
+  if (g_pool && (n <= 0 ? static_cast<int>(std::thread::hardware_concurrency()) : n) == g_pool->size())
+    return;
+  g_default_threads = n;
+  g_pool.reset();
+}
+
+}  // namespace cachet

@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+#include <vector>
+
+#include "cachet/arena.h"
+#include "cachet/dtype.h"
+#include "cachet/error.h"
+#include "cachet/half.h"
+#include "cachet/tensor.h"
+#include "cachet/threadpool.h"
+
+using namespace cachet;
+
+TEST(DType, InfoAndNames) {
+  EXPECT_EQ(dtype_info(DType::Q4_K).block_bytes, 144);
+  EXPECT_EQ(dtype_info(DType::Q6_K).block_elems, 256);
+  EXPECT_EQ(dtype_from_name("q8_0"), DType::Q8_0);
+  EXPECT_EQ(dtype_from_name("bf16"), DType::BF16);
+  EXPECT_FALSE(dtype_from_name("Q9_X").has_value());
+  EXPECT_EQ(dtype_from_ggml(12), DType::Q4_K);
+  EXPECT_FALSE(dtype_from_ggml(4).has_value());  // removed Q4_2
+  EXPECT_EQ(row_bytes(DType::Q8_0, 64), 68u);
+  EXPECT_THROW(row_bytes(DType::Q4_K, 100), Error);
+}
+
+TEST(Half, RoundTripAndRounding) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    float f = f16_to_f32(static_cast<uint16_t>(h));
+    if (f != f) continue;  // NaN payloads
+    EXPECT_EQ(f32_to_f16(f), h) << h;
+  }
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(bf16_to_f32(0x3f80), 1.0f);
+  // 1 + 2^-8 is halfway between two bf16 values: ties to even (down to 1.0).
+  EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);
+  EXPECT_EQ(f32_to_bf16(1.01171875f), 0x3f82);
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // rounds to infinity
+}
+
+TEST(Tensor, ZerosAndShape) {
+  Tensor t = Tensor::zeros(DType::F32, {3, 4}, "x");
+  EXPECT_EQ(t.numel(), 12);
+  EXPECT_EQ(t.rows(), 3);
+  EXPECT_EQ(t.cols(), 4);
+  EXPECT_EQ(t.nbytes, 48u);
+  EXPECT_EQ(t.dim(-1), 4);
+  EXPECT_THROW(t.dim(2), Error);
+  EXPECT_EQ(t.shape_str(), "[3, 4]");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u);
+  EXPECT_THROW(tensor_bytes(DType::Q4_0, {2, 33}), Error);
+}
+
+TEST(Arena, NoHeapAfterFirstCycle) {
+  Arena a(1024);
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    a.reset();
+    size_t before = a.heap_allocations();
+    for (int i = 0; i < 10; ++i) {
+      float* p = a.alloc<float>(1000);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+      p[999] = 1.0f;
+    }
+    if (cycle >= 2) {
+      EXPECT_EQ(a.heap_allocations(), before);
+    }
+  }
+}
+
+TEST(ThreadPool, RunsEveryThreadAndSplitsExactly) {
+  for (int n : {1, 2, 3, 8}) {
+    ThreadPool pool(n);
+    std::atomic<int> calls{0};
+    pool.run([&](int i, int k) {
+      EXPECT_EQ(k, n);
+      EXPECT_LT(i, n);
+      calls++;
+    });
+    EXPECT_EQ(calls.load(), n);
+    std::vector<int> hit(1000, 0);
+    for (int rep = 0; rep < 50; ++rep)
+      pool.parallel_for(1000, 16, [&](int64_t b, int64_t e) {
+        EXPECT_EQ(b % 16, 0);
+        for (int64_t i = b; i < e; ++i) hit[i]++;
+      });
+    for (int h : hit) EXPECT_EQ(h, 50);
+  }
+}
+
+TEST(ThreadPool, PropagatesExceptions) {
+  ThreadPool pool(2);
+  EXPECT_THROW(pool.run([](int i, int) {
+    if (i == 1) fail("boom");
+  }),
+               Error);
+  // still usable
+  std::atomic<int> c{0};
+  pool.run([&](int, int) { c++; });
+  EXPECT_EQ(c.load(), 2);
+}
