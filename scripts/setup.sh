@@ -6,7 +6,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
       libsentencepiece-dev sentencepiece
       clang libclang-rt-14-dev
-      python3 python3-numpy python3-torch)
+      python3 python3-numpy python3-torch python3-sentencepiece)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
