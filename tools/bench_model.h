@@ -10,6 +10,8 @@ struct BenchModelArgs {
   std::string type = "Q4_K";
   int threads = 0;
   int prompt = 512;         // prefill length
+  int long_context = 4096;  // second decode measurement after this many tokens (0: skip)
+  int decode_steps = 32;    // tokens decoded per measurement
 };
 
 int bench_model(const BenchModelArgs& args);

@@ -16,6 +16,7 @@ void gelu_tanh(const float* x, float* y, int64_t n);  // tanh approximation
 void silu(const float* x, float* y, int64_t n);
 void softplus(const float* x, float* y, int64_t n);   // log(1 + e^x), stable; x > 20 gives x
 void sigmoid(const float* x, float* y, int64_t n);
+void exp(const float* x, float* y, int64_t n);        // e^x; 0 below about -104, inf above 88.7
 void add(const float* a, const float* b, float* y, int64_t n);
 void mul(const float* a, const float* b, float* y, int64_t n);
 void scale(const float* x, float s, float* y, int64_t n);
@@ -44,6 +45,7 @@ void gelu_tanh(const float* x, float* y, int64_t n);
 void silu(const float* x, float* y, int64_t n);
 void softplus(const float* x, float* y, int64_t n);
 void sigmoid(const float* x, float* y, int64_t n);
+void exp(const float* x, float* y, int64_t n);
 void add(const float* a, const float* b, float* y, int64_t n);
 void mul(const float* a, const float* b, float* y, int64_t n);
 void scale(const float* x, float s, float* y, int64_t n);

@@ -1,0 +1,81 @@
+// Token sampling: greedy, temperature, top-k, top-p, min-p, repetition / presence / frequency
+// penalties, with a seeded generator of our own so a seed gives the same tokens everywhere.
+//
+// Order of operations on the logits of one step:
+//   1. penalties over the tokens seen in the last repeat_last_n accepted tokens:
+//      repetition (llama.cpp / HF semantics: a positive logit is divided by the penalty, a
+//      negative one multiplied), presence (minus presence_penalty once per seen token),
+//      frequency (minus frequency_penalty times the token's count);
+//   2. temperature 0: the highest logit (lowest id on ties), nothing else applies;
+//   3. logits divided by the temperature;
+//   4. top-k: the k highest logits (k = 0: all);
+//   5. softmax; top-p: the smallest set of most probable tokens whose mass reaches top_p;
+//   6. min-p: drop tokens whose probability is below min_p times the highest one;
+//   7. renormalise and draw one token.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace cachet {
+
+struct SamplingParams {
+  float temperature = 0.8f;     // 0: greedy
+  int32_t top_k = 40;           // 0: no limit
+  float top_p = 0.95f;          // in (0, 1]; 1: off
+  float min_p = 0.0f;           // in [0, 1]; 0: off
+  float repeat_penalty = 1.0f;  // > 0; 1: off
+  int32_t repeat_last_n = 64;   // tokens the penalties look back on; -1: all, 0: none
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  uint64_t seed = 0;
+
+  // Throws cachet::Error naming the parameter, its value and the allowed range.
+  void validate() const;
+};
+
+// xoshiro256** seeded through splitmix64.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed = 0) { seed_with(seed); }
+  void seed_with(uint64_t seed);
+  uint64_t next();
+  double uniform();  // [0, 1) with 53 random bits
+
+ private:
+  uint64_t s_[4];
+};
+
+struct TokenProb {
+  int32_t id;
+  double p;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);  // validates
+
+  const SamplingParams& params() const { return params_; }
+
+  // Draws the next token from logits (one per vocabulary entry). Does not accept it.
+  int32_t sample(std::span<const float> logits);
+  // Records tokens of the sequence (prompt and generated) for the penalties.
+  void accept(int32_t token);
+  void accept(std::span<const int32_t> tokens);
+  // Clears the history and restarts the generator from the seed.
+  void reset();
+
+  // The distribution sample() draws from: the surviving tokens with probabilities summing
+  // to 1, most probable first (ties: lower id first). Greedy gives one token with p = 1.
+  std::vector<TokenProb> distribution(std::span<const float> logits) const;
+
+ private:
+  SamplingParams params_;
+  Rng rng_;
+  std::deque<int32_t> recent_;
+  std::unordered_map<int32_t, int32_t> counts_;  // occurrences within recent_
+};
+
+}  // namespace cachet

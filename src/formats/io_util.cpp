@@ -1,0 +1,121 @@
+#include "formats/io_util.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "cachet/error.h"
+#include "cachet/tensor.h"
+
+namespace cachet::formats {
+
+bool valid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n - i < len) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned cc = p[i + k];
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return false;
+    if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string printable(std::string_view s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  const size_t limit = 80;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (out.size() >= limit) {
+      out += "...";
+      break;
+    }
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<const void> copy_to_heap(const void* data, size_t size) {
+  auto buf = aligned_buffer(size == 0 ? 1 : size);
+  if (size) std::memcpy(buf.get(), data, size);
+  return buf;
+}
+
+AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  std::string tmpl = path + ".tmp.XXXXXX";
+  int fd = mkstemp(tmpl.data());
+  if (fd < 0) fail(path, ": cannot create a temporary file to write: ", std::strerror(errno));
+  tmp_ = tmpl;
+  f_ = fdopen(fd, "wb");
+  if (!f_) {
+    int e = errno;
+    ::close(fd);
+    ::unlink(tmp_.c_str());
+    fail(path, ": cannot open for writing: ", std::strerror(e));
+  }
+  std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+}
+
+AtomicFile::~AtomicFile() {
+  if (f_) std::fclose(f_);
+  if (!done_ && !tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::write(const void* data, size_t size) {
+  if (size == 0) return;
+  if (std::fwrite(data, 1, size, f_) != size) fail(path_, ": write failed: ", std::strerror(errno));
+}
+
+void AtomicFile::commit() {
+  if (std::fflush(f_) != 0) fail(path_, ": write failed: ", std::strerror(errno));
+  if (::fsync(fileno(f_)) != 0) fail(path_, ": sync failed: ", std::strerror(errno));
+  if (std::fclose(f_) != 0) {
+    f_ = nullptr;
+    fail(path_, ": close failed: ", std::strerror(errno));
+  }
+  f_ = nullptr;
+  // mkstemp creates files with mode 0600; give the result the usual permissions.
+  const mode_t mask = umask(0);
+  umask(mask);
+  ::chmod(tmp_.c_str(), 0666 & ~mask);
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
+    fail(path_, ": cannot rename the temporary file into place: ", std::strerror(errno));
+  done_ = true;
+}
+
+}  // namespace cachet::formats

@@ -1,0 +1,291 @@
+// AVX-512 matrix-matrix product. Output rows are processed in panels of 32 (two zmm of 16
+// rows); each panel's weights are unpacked once per block of the contraction dimension into a
+// transposed buffer and reused for every activation row, 12 activation rows at a time
+// (24 accumulators). F32 / F16 / BF16 weights are unpacked to f32 and multiplied with f32
+// activations by FMA; block-quantized weights are dequantized to bf16 pairs and multiplied with
+// bf16-rounded activations by vdpbf16ps (f32 accumulation). Each output element is always
+// computed by the same instruction sequence, whatever the thread count or tiling.
+// GCC 12's AVX-512 intrinsics initialise "undefined" vectors from themselves, which
+// -Wmaybe-uninitialized reports wherever they are inlined; the values are never read.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+#include <vector>
+
+#include "cachet/threadpool.h"
+#include "kernels/matmul_dequant.h"
+#include "kernels/matmul_internal.h"
+
+namespace cachet::matmul_internal {
+namespace {
+
+constexpr int kPanel = 32;         // weight rows per panel
+constexpr int kNb = 12;            // activation rows per micro-tile
+constexpr int64_t kKcF32 = 256;    // contraction block, f32 panels (32 KiB)
+constexpr int64_t kKcBf16 = 512;   // contraction block, bf16 panels (32 KiB); multiple of 256
+constexpr int64_t kDirectMaxN = 3; // below this many activation rows, no panel packing
+
+struct Scratch {
+  std::vector<float> wf;     // f32 panel [kc][32]
+  std::vector<uint32_t> wb;  // bf16-pair panel [kc / 2][32]
+  std::vector<float> row;    // one dequantized weight row segment
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+template <class V>
+void grow(V& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+}
+
+inline __mmask16 lanes(int64_t count) {
+  if (count >= 16) return 0xFFFF;
+  if (count <= 0) return 0;
+  return static_cast<__mmask16>((1u << count) - 1);
+}
+
+bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// ---- micro-kernels ----------------------------------------------------------------------
+
+template <int NB>
+void kern_f32(const float* wp, const float* x, int64_t ldx, int64_t kc, float* y, int64_t ldy,
+              __mmask16 m0, __mmask16 m1, bool accumulate) {
+  __m512 a0[NB], a1[NB];
+  for (int j = 0; j < NB; ++j) a0[j] = a1[j] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 w0 = _mm512_loadu_ps(wp + k * kPanel);
+    const __m512 w1 = _mm512_loadu_ps(wp + k * kPanel + 16);
+    for (int j = 0; j < NB; ++j) {
+      const __m512 xb = _mm512_set1_ps(x[j * ldx + k]);
+      a0[j] = _mm512_fmadd_ps(w0, xb, a0[j]);
+      a1[j] = _mm512_fmadd_ps(w1, xb, a1[j]);
+    }
+  }
+  for (int j = 0; j < NB; ++j) {
+    float* yj = y + j * ldy;
+    if (accumulate) {
+      a0[j] = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, yj), a0[j]);
+      a1[j] = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, yj + 16), a1[j]);
+    }
+    _mm512_mask_storeu_ps(yj, m0, a0[j]);
+    _mm512_mask_storeu_ps(yj + 16, m1, a1[j]);
+  }
+}
+
+template <int NB>
+void kern_bf16(const uint32_t* wp, const uint16_t* x, int64_t ldx, int64_t kc, float* y,
+               int64_t ldy, __mmask16 m0, __mmask16 m1, bool accumulate) {
+  __m512 a0[NB], a1[NB];
+  for (int j = 0; j < NB; ++j) a0[j] = a1[j] = _mm512_setzero_ps();
+  const int64_t pairs = kc / 2;
+  for (int64_t p = 0; p < pairs; ++p) {
+    const __m512bh w0 = (__m512bh)_mm512_loadu_si512(wp + p * kPanel);
+    const __m512bh w1 = (__m512bh)_mm512_loadu_si512(wp + p * kPanel + 16);
+    for (int j = 0; j < NB; ++j) {
+      uint32_t v;
+      std::memcpy(&v, x + j * ldx + 2 * p, 4);
+      const __m512bh xb = (__m512bh)_mm512_set1_epi32(static_cast<int>(v));
+      a0[j] = _mm512_dpbf16_ps(a0[j], w0, xb);
+      a1[j] = _mm512_dpbf16_ps(a1[j], w1, xb);
+    }
+  }
+  for (int j = 0; j < NB; ++j) {
+    float* yj = y + j * ldy;
+    if (accumulate) {
+      a0[j] = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, yj), a0[j]);
+      a1[j] = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, yj + 16), a1[j]);
+    }
+    _mm512_mask_storeu_ps(yj, m0, a0[j]);
+    _mm512_mask_storeu_ps(yj + 16, m1, a1[j]);
+  }
+}
+
+using KernF32 = void (*)(const float*, const float*, int64_t, int64_t, float*, int64_t,
+                         __mmask16, __mmask16, bool);
+using KernBf16 = void (*)(const uint32_t*, const uint16_t*, int64_t, int64_t, float*, int64_t,
+                          __mmask16, __mmask16, bool);
+
+template <int... I>
+constexpr std::array<KernF32, sizeof...(I)> f32_table(std::integer_sequence<int, I...>) {
+  return {&kern_f32<I + 1>...};
+}
+template <int... I>
+constexpr std::array<KernBf16, sizeof...(I)> bf16_table(std::integer_sequence<int, I...>) {
+  return {&kern_bf16<I + 1>...};
+}
+constexpr auto kF32Kernels = f32_table(std::make_integer_sequence<int, kNb>());
+constexpr auto kBf16Kernels = bf16_table(std::make_integer_sequence<int, kNb>());
+
+// ---- packing ----------------------------------------------------------------------------
+
+// wp[k][rr] = W[r0 + rr, k0 + k] as f32, zero for rows past the end.
+void pack_f32(const MatView& w, int64_t r0, int64_t k0, int64_t kc, float* wp, float* tmp) {
+  const int64_t nr = std::min<int64_t>(kPanel, w.rows - r0);
+  for (int64_t rr = 0; rr < nr; ++rr) {
+    const float* src;
+    if (w.type == DType::F32) {
+      src = reinterpret_cast<const float*>(w.row(r0 + rr)) + k0;
+    } else {
+      to_f32(w.type, w.row(r0 + rr), k0, kc, tmp);
+      src = tmp;
+    }
+    for (int64_t k = 0; k < kc; ++k) wp[k * kPanel + rr] = src[k];
+  }
+  for (int64_t rr = nr; rr < kPanel; ++rr)
+    for (int64_t k = 0; k < kc; ++k) wp[k * kPanel + rr] = 0.0f;
+}
+
+// wp[p][rr] = bf16 pair (W[r0 + rr, k0 + 2p], W[r0 + rr, k0 + 2p + 1]); kc a multiple of 32.
+void pack_bf16(const MatView& w, int64_t r0, int64_t k0, int64_t kc, uint32_t* wp, float* tmp) {
+  const int64_t nr = std::min<int64_t>(kPanel, w.rows - r0);
+  alignas(64) uint32_t pairs[16];
+  for (int64_t rr = 0; rr < nr; ++rr) {
+    to_f32(w.type, w.row(r0 + rr), k0, kc, tmp);
+    for (int64_t k = 0; k < kc; k += 32) {
+      const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(tmp + k + 16), _mm512_loadu_ps(tmp + k));
+      _mm512_store_si512(pairs, (__m512i)v);
+      uint32_t* dst = wp + (k / 2) * kPanel + rr;
+      for (int p = 0; p < 16; ++p) dst[p * kPanel] = pairs[p];
+    }
+  }
+  for (int64_t rr = nr; rr < kPanel; ++rr)
+    for (int64_t p = 0; p < kc / 2; ++p) wp[p * kPanel + rr] = 0;
+}
+
+// ---- drivers ----------------------------------------------------------------------------
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
+    s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = lanes(n - i);
+    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
+  }
+  alignas(64) float t[16];
+  _mm512_store_ps(t, _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+  __m256 h = _mm256_add_ps(_mm256_load_ps(t), _mm256_load_ps(t + 8));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
+// Few activation rows: each weight row is unpacked to f32 once and dotted with every row.
+void run_direct(const MatView& w, const float* x, int64_t n, float* y, int64_t r0, int64_t r1) {
+  Scratch& s = scratch();
+  const int64_t cols = w.cols;
+  if (w.type != DType::F32) grow(s.row, cols);
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* wr;
+    if (w.type == DType::F32) {
+      wr = reinterpret_cast<const float*>(w.row(r));
+    } else {
+      to_f32(w.type, w.row(r), 0, cols, s.row.data());
+      wr = s.row.data();
+    }
+    for (int64_t j = 0; j < n; ++j) y[j * w.rows + r] = dot_f32(wr, x + j * cols, cols);
+  }
+}
+
+struct Plan {
+  const MatView* w;
+  const float* x;
+  const uint16_t* xb;  // bf16 activations (quantized weights), else null
+  int64_t n;
+  float* y;
+  int64_t panels, chunk, nchunks;
+};
+
+void run_units(const Plan& p, int64_t u0, int64_t u1) {
+  const MatView& w = *p.w;
+  Scratch& s = scratch();
+  const bool bf = p.xb != nullptr;
+  const int64_t cols = w.cols, kcmax = bf ? kKcBf16 : kKcF32;
+  grow(s.row, kcmax);
+  if (bf) grow(s.wb, kcmax / 2 * kPanel);
+  else grow(s.wf, kcmax * kPanel);
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t r0 = (u / p.nchunks) * kPanel;
+    const int64_t n0 = (u % p.nchunks) * p.chunk, n1 = std::min(p.n, n0 + p.chunk);
+    const __mmask16 m0 = lanes(w.rows - r0), m1 = lanes(w.rows - r0 - 16);
+    for (int64_t k0 = 0; k0 < cols; k0 += kcmax) {
+      const int64_t kc = std::min(kcmax, cols - k0);
+      if (bf) pack_bf16(w, r0, k0, kc, s.wb.data(), s.row.data());
+      else pack_f32(w, r0, k0, kc, s.wf.data(), s.row.data());
+      for (int64_t j = n0; j < n1; j += kNb) {
+        const int nb = static_cast<int>(std::min<int64_t>(kNb, n1 - j));
+        float* yt = p.y + j * w.rows + r0;
+        if (bf)
+          kBf16Kernels[nb - 1](s.wb.data(), p.xb + j * cols + k0, cols, kc, yt, w.rows, m0, m1,
+                               k0 > 0);
+        else
+          kF32Kernels[nb - 1](s.wf.data(), p.x + j * cols + k0, cols, kc, yt, w.rows, m0, m1,
+                              k0 > 0);
+      }
+    }
+  }
+}
+
+void to_bf16_rows(const float* x, uint16_t* xb, int64_t cols, int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1; ++j) {
+    const float* src = x + j * cols;
+    uint16_t* dst = xb + j * cols;
+    for (int64_t k = 0; k < cols; k += 32) {  // cols is a multiple of 32 here
+      const __m512bh v =
+          _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + k + 16), _mm512_loadu_ps(src + k));
+      _mm512_storeu_si512(dst + k, (__m512i)v);
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  if (n <= kDirectMaxN) {
+    pool.run([&](int i, int k) {
+      int64_t r0, r1;
+      ThreadPool::split(w.rows, 16, i, k, &r0, &r1);
+      if (r0 < r1) run_direct(w, x, n, y, r0, r1);
+    });
+    return;
+  }
+  const int64_t threads = pool.size();
+  Plan p{&w, x, nullptr, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
+  if (p.panels < 4 * threads) {  // too few panels to share: also split the activation rows
+    const int64_t want = (4 * threads + p.panels - 1) / p.panels;
+    const int64_t most = std::max<int64_t>(1, n / (4 * kNb));
+    const int64_t chunks = std::min(want, most);
+    p.chunk = ((n + chunks - 1) / chunks + kNb - 1) / kNb * kNb;
+    p.nchunks = (n + p.chunk - 1) / p.chunk;
+  }
+  if (!is_float_type(w.type)) {
+    thread_local std::vector<uint16_t> xb;
+    grow(xb, n * w.cols);
+    uint16_t* xbp = xb.data();
+    pool.run([&](int i, int k) {
+      int64_t j0, j1;
+      ThreadPool::split(n, 1, i, k, &j0, &j1);
+      to_bf16_rows(x, xbp, w.cols, j0, j1);
+    });
+    p.xb = xbp;
+  }
+  const int64_t units = p.panels * p.nchunks;
+  pool.run([&](int i, int k) {
+    int64_t u0, u1;
+    ThreadPool::split(units, 1, i, k, &u0, &u1);
+    run_units(p, u0, u1);
+  });
+}
+
+}  // namespace cachet::matmul_internal

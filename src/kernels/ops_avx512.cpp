@@ -1,0 +1,82 @@
+// AVX-512 versions of the element-wise ops (entered only when active_isa() allows AVX-512).
+// GCC 12's intrinsic headers build "undefined" vectors by self-initialization, which trips
+// -Wmaybe-uninitialized once inlined at -O3; the values are fully overwritten.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "cachet/ops.h"
+#include "kernels/ops_simd.h"
+#include "kernels/ops_vec.h"
+
+namespace cachet::ops::avx512 {
+namespace {
+
+struct Avx512Vec {
+  using F = __m512;
+  using M = __mmask16;
+  static constexpr int W = 16;
+
+  static F zero() { return _mm512_setzero_ps(); }
+  static F set1(float a) { return _mm512_set1_ps(a); }
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static __mmask16 tail(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  // The first n lanes from p, the rest 0 (lanes past n are not read).
+  static F load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(tail(n), p); }
+  static F load_n_fill(const float* p, int n, float fill) {
+    return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), tail(n), p);
+  }
+  static void store_n(float* p, F v, int n) { _mm512_mask_storeu_ps(p, tail(n), v); }
+  static F mask_n(F v, int n) { return _mm512_maskz_mov_ps(tail(n), v); }
+
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm512_div_ps(a, b); }
+  static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }    // a b + c
+  static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a b
+  static F fmsub(F a, F b, F c) { return _mm512_fmsub_ps(a, b, c); }    // a b - c
+  // Return b when either is NaN.
+  static F min(F a, F b) { return _mm512_min_ps(a, b); }
+  static F max(F a, F b) { return _mm512_max_ps(a, b); }
+  static F abs(F a) { return _mm512_abs_ps(a); }
+  static F round(F a) {
+    return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  static M lt(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static M gt(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+  static F select(M m, F a, F b) { return _mm512_mask_blend_ps(m, b, a); }  // m ? a : b
+  // p * 2^n for integral n in [-150, 128], in two halves so neither factor leaves the normals.
+  static F ldexp(F p, F n) {
+    const __m512i ni = _mm512_cvtps_epi32(n);
+    const __m512i n1 = _mm512_srai_epi32(ni, 1);
+    const __m512i n2 = _mm512_sub_epi32(ni, n1);
+    const __m512i bias = _mm512_set1_epi32(127);
+    const F s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+    const F s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+    return _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
+  }
+  static float hsum(F v) {
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static float hmax(F v) {
+    const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+using K = VecOps<Avx512Vec>;
+
+}  // namespace
+
+#include "kernels/ops_wrappers.h"
+
+}  // namespace cachet::ops::avx512

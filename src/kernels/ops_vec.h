@@ -1,0 +1,282 @@
+// The vectorized element-wise ops, written once over a few vector primitives (the traits class
+// V: Avx2Vec in ops_avx2.cpp, Avx512Vec in ops_avx512.cpp) and instantiated per ISA. Everything
+// here has internal linkage, so each including file gets its own copy built for its own ISA.
+//
+// Transcendentals:
+//   exp:   n = round(x log2 e), r = x - n ln2 (two-part ln2, fused), e^r by its degree-7 Taylor
+//          polynomial (|r| <= ln2/2, truncation < 1e-8), then scaled by 2^n in two halves so
+//          results down to the denormal range are right. About 1-2 ulp.
+//   erf:   |z| < 1: z P(z^2) (least-squares fit of erf(z)/z, degree 6 in z^2);
+//          |z| >= 1: erfc(|z|) = e^(-z^2) Q(1 / (1 + |z|/2)) (fit of erfc(z) e^(z^2) on [1, 10],
+//          degree 8); z^2 is carried with its rounding error into the exponential.
+//          Relative error about 3e-7.
+//   log1p: on [0, 1] via 2 atanh(s), s = y / (2 + y), series to s^17.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace cachet::ops {
+namespace {
+
+template <class V>
+struct VecOps {
+  using Vec = V;
+  using F = typename V::F;
+  static constexpr int W = V::W;
+
+  static F vexp(F x) {
+    // NaN passes through: max/min return their second operand when either is NaN.
+    x = V::min(V::set1(88.8f), V::max(V::set1(-104.0f), x));
+    const F n = V::round(V::mul(x, V::set1(1.44269504088896341f)));
+    F r = V::fnmadd(n, V::set1(0.693359375f), x);
+    r = V::fnmadd(n, V::set1(-2.12194440054690583e-4f), r);
+    F p = V::set1(1.0f / 5040.0f);
+    p = V::fmadd(p, r, V::set1(1.0f / 720.0f));
+    p = V::fmadd(p, r, V::set1(1.0f / 120.0f));
+    p = V::fmadd(p, r, V::set1(1.0f / 24.0f));
+    p = V::fmadd(p, r, V::set1(1.0f / 6.0f));
+    p = V::fmadd(p, r, V::set1(0.5f));
+    p = V::fmadd(p, r, V::set1(1.0f));
+    p = V::fmadd(p, r, V::set1(1.0f));
+    return V::ldexp(p, n);
+  }
+
+  // log(1 + y) for y in [0, 1].
+  static F vlog1p01(F y) {
+    const F s = V::div(y, V::add(V::set1(2.0f), y));
+    const F s2 = V::mul(s, s);
+    F q = V::set1(1.0f / 17.0f);
+    q = V::fmadd(q, s2, V::set1(1.0f / 15.0f));
+    q = V::fmadd(q, s2, V::set1(1.0f / 13.0f));
+    q = V::fmadd(q, s2, V::set1(1.0f / 11.0f));
+    q = V::fmadd(q, s2, V::set1(1.0f / 9.0f));
+    q = V::fmadd(q, s2, V::set1(1.0f / 7.0f));
+    q = V::fmadd(q, s2, V::set1(1.0f / 5.0f));
+    q = V::fmadd(q, s2, V::set1(1.0f / 3.0f));
+    q = V::mul(q, s2);
+    const F s_2 = V::add(s, s);
+    return V::fmadd(s_2, q, s_2);
+  }
+
+  // erf(z) / z for |z| < 1, as a polynomial in z^2.
+  static F erf_small(F z2) {
+    F p = V::set1(7.898209878e-05f);
+    p = V::fmadd(p, z2, V::set1(-8.024353883e-04f));
+    p = V::fmadd(p, z2, V::set1(5.190053489e-03f));
+    p = V::fmadd(p, z2, V::set1(-2.685480937e-02f));
+    p = V::fmadd(p, z2, V::set1(1.128361225e-01f));
+    p = V::fmadd(p, z2, V::set1(-3.761262894e-01f));
+    p = V::fmadd(p, z2, V::set1(1.128379226e+00f));
+    return p;
+  }
+
+  // erfc(a) for a >= 1 (a is clamped to 12, past which erfc is 0 in f32).
+  static F erfc_large(F a) {
+    a = V::min(V::set1(12.0f), a);
+    const F t = V::div(V::set1(1.0f), V::fmadd(V::set1(0.5f), a, V::set1(1.0f)));
+    F q = V::set1(8.426839113e-02f);
+    q = V::fmadd(q, t, V::set1(-1.959076673e-01f));
+    q = V::fmadd(q, t, V::set1(3.993413225e-02f));
+    q = V::fmadd(q, t, V::set1(9.405429661e-02f));
+    q = V::fmadd(q, t, V::set1(1.632276475e-01f));
+    q = V::fmadd(q, t, V::set1(2.514926195e-01f));
+    q = V::fmadd(q, t, V::set1(2.812439501e-01f));
+    q = V::fmadd(q, t, V::set1(2.821754217e-01f));
+    q = V::fmadd(q, t, V::set1(-3.144141374e-06f));
+    const F a2 = V::mul(a, a);
+    const F a2_lo = V::fmsub(a, a, a2);  // a*a - a2, exactly
+    const F e = vexp(V::sub(V::zero(), a2));
+    return V::mul(V::fnmadd(e, a2_lo, e), q);  // e^(-a2 - a2_lo) to first order
+  }
+
+  static F gelu1(F x) {
+    const F half_x = V::mul(V::set1(0.5f), x);
+    const F z = V::mul(x, V::set1(0.70710678118654752440f));
+    const F a = V::abs(z);
+    const F z2 = V::mul(z, z);
+    const F erf_s = V::mul(z, erf_small(z2));
+    const F small = V::mul(half_x, V::add(V::set1(1.0f), erf_s));
+    const F ec = erfc_large(a);
+    // z >= 1: 1 + erf(z) = 2 - erfc(z); z <= -1: 1 + erf(z) = erfc(-z).
+    const F large = V::mul(half_x, V::select(V::lt(z, V::zero()), ec, V::sub(V::set1(2.0f), ec)));
+    return V::select(V::lt(a, V::set1(1.0f)), small, large);
+  }
+
+  static F gelu_tanh1(F x) {
+    // 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)); u formed in the reference's order.
+    const F u = V::mul(V::set1(0.79788456080286535588f),
+                       V::add(x, V::mul(V::mul(V::mul(V::set1(0.044715f), x), x), x)));
+    const F e = vexp(V::mul(V::set1(-2.0f), u));
+    return V::div(x, V::add(V::set1(1.0f), e));
+  }
+
+  static F sigmoid1(F x) {
+    return V::div(V::set1(1.0f), V::add(V::set1(1.0f), vexp(V::sub(V::zero(), x))));
+  }
+  static F silu1(F x) { return V::div(x, V::add(V::set1(1.0f), vexp(V::sub(V::zero(), x)))); }
+
+  static F softplus1(F x) {
+    // log(1 + e^x) = max(x, 0) + log1p(e^-|x|); x > 20 gives x.
+    const F l = vlog1p01(vexp(V::sub(V::zero(), V::abs(x))));
+    const F y = V::add(V::max(x, V::zero()), l);
+    return V::select(V::gt(x, V::set1(20.0f)), x, y);
+  }
+
+  template <class Fn>
+  static void map(const float* x, float* y, int64_t n, Fn f) {
+    int64_t i = 0;
+    for (; i + W <= n; i += W) V::store(y + i, f(V::load(x + i)));
+    if (i < n) {
+      const int r = static_cast<int>(n - i);
+      V::store_n(y + i, f(V::load_n(x + i, r)), r);
+    }
+  }
+
+  template <class Fn>
+  static void map2(const float* a, const float* b, float* y, int64_t n, Fn f) {
+    int64_t i = 0;
+    for (; i + W <= n; i += W) V::store(y + i, f(V::load(a + i), V::load(b + i)));
+    if (i < n) {
+      const int r = static_cast<int>(n - i);
+      V::store_n(y + i, f(V::load_n(a + i, r), V::load_n(b + i, r)), r);
+    }
+  }
+
+  // sum of f(x[i]) over i, f32 in 4 x W partial sums. Tail lanes load as 0; f(0) must be 0.
+  template <class Fn>
+  static float reduce_sum(const float* x, int64_t n, Fn f) {
+    F s0 = V::zero(), s1 = V::zero(), s2 = V::zero(), s3 = V::zero();
+    int64_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+      s0 = V::add(s0, f(V::load(x + i)));
+      s1 = V::add(s1, f(V::load(x + i + W)));
+      s2 = V::add(s2, f(V::load(x + i + 2 * W)));
+      s3 = V::add(s3, f(V::load(x + i + 3 * W)));
+    }
+    for (; i + W <= n; i += W) s0 = V::add(s0, f(V::load(x + i)));
+    if (i < n) s1 = V::add(s1, f(V::load_n(x + i, static_cast<int>(n - i))));
+    return V::hsum(V::add(V::add(s0, s1), V::add(s2, s3)));
+  }
+
+  static void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps,
+                      bool one_plus) {
+    const float ss = reduce_sum(x, n, [](F v) { return V::mul(v, v); });
+    const float mean = n > 0 ? ss / static_cast<float>(n) : 0.0f;
+    const F inv = V::set1(1.0f / std::sqrt(mean + eps));
+    if (!w) {
+      map(x, y, n, [&](F v) { return V::mul(v, inv); });
+    } else if (one_plus) {
+      map2(x, w, y, n, [&](F v, F g) { return V::mul(V::mul(v, inv), V::add(V::set1(1.0f), g)); });
+    } else {
+      map2(x, w, y, n, [&](F v, F g) { return V::mul(V::mul(v, inv), g); });
+    }
+  }
+
+  static void layernorm(const float* x, const float* w, const float* b, float* y, int64_t n,
+                        float eps) {
+    if (n <= 0) return;
+    const float mean = reduce_sum(x, n, [](F v) { return v; }) / static_cast<float>(n);
+    const F m = V::set1(mean);
+    int64_t i = 0;
+    F acc = V::zero();
+    for (; i + W <= n; i += W) {
+      const F d = V::sub(V::load(x + i), m);
+      acc = V::fmadd(d, d, acc);
+    }
+    if (i < n) {
+      const int r = static_cast<int>(n - i);
+      const F d = V::sub(V::load_n(x + i, r), m);
+      acc = V::fmadd(V::mask_n(d, r), d, acc);
+    }
+    const float var = V::hsum(acc) / static_cast<float>(n);
+    const F inv = V::set1(1.0f / std::sqrt(var + eps));
+    for (i = 0; i < n; i += W) {
+      const int r = n - i >= W ? W : static_cast<int>(n - i);
+      F t = V::mul(V::sub(V::load_n(x + i, r), m), inv);
+      if (w) t = V::mul(t, V::load_n(w + i, r));
+      if (b) t = V::add(t, V::load_n(b + i, r));
+      V::store_n(y + i, t, r);
+    }
+  }
+
+  static void softmax(float* x, int64_t n) {
+    if (n <= 0) return;
+    const float ninf = -std::numeric_limits<float>::infinity();
+    F mx = V::set1(ninf);
+    int64_t i = 0;
+    for (; i + W <= n; i += W) mx = V::max(mx, V::load(x + i));
+    if (i < n) mx = V::max(mx, V::load_n_fill(x + i, static_cast<int>(n - i), ninf));
+    const float m = V::hmax(mx);
+    if (m == ninf) {
+      for (i = 0; i < n; ++i) x[i] = 0.0f;
+      return;
+    }
+    const F mv = V::set1(m);
+    F s0 = V::zero(), s1 = V::zero();
+    for (i = 0; i + W <= n; i += W) {
+      const F e = vexp(V::sub(V::load(x + i), mv));
+      V::store(x + i, e);
+      s0 = V::add(s0, e);
+    }
+    if (i < n) {
+      const int r = static_cast<int>(n - i);
+      const F e = V::mask_n(vexp(V::sub(V::load_n(x + i, r), mv)), r);
+      V::store_n(x + i, e, r);
+      s1 = V::add(s1, e);
+    }
+    const F inv = V::set1(1.0f / V::hsum(V::add(s0, s1)));
+    map(x, x, n, [&](F v) { return V::mul(v, inv); });
+  }
+
+  static float dot(const float* a, const float* b, int64_t n) {
+    F s0 = V::zero(), s1 = V::zero(), s2 = V::zero(), s3 = V::zero();
+    int64_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+      s0 = V::fmadd(V::load(a + i), V::load(b + i), s0);
+      s1 = V::fmadd(V::load(a + i + W), V::load(b + i + W), s1);
+      s2 = V::fmadd(V::load(a + i + 2 * W), V::load(b + i + 2 * W), s2);
+      s3 = V::fmadd(V::load(a + i + 3 * W), V::load(b + i + 3 * W), s3);
+    }
+    for (; i + W <= n; i += W) s0 = V::fmadd(V::load(a + i), V::load(b + i), s0);
+    if (i < n) {
+      const int r = static_cast<int>(n - i);
+      s1 = V::fmadd(V::load_n(a + i, r), V::load_n(b + i, r), s1);
+    }
+    return V::hsum(V::add(V::add(s0, s1), V::add(s2, s3)));
+  }
+
+  static void axpy(float a, const float* x, float* y, int64_t n) {
+    const F av = V::set1(a);
+    map2(x, y, y, n, [&](F xv, F yv) { return V::fmadd(av, xv, yv); });
+  }
+
+  // K at most kMaxTaps (callers check).
+  static constexpr int64_t kMaxTaps = 16;
+  static void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b,
+                               float* y, int64_t T, int64_t C, int64_t K) {
+    F wk[kMaxTaps];
+    for (int64_t c = 0; c < C; c += W) {
+      const int r = C - c >= W ? W : static_cast<int>(C - c);
+      for (int64_t k = 0; k < K; ++k) {
+        alignas(64) float tmp[W] = {};
+        for (int l = 0; l < r; ++l) tmp[l] = w[(c + l) * K + k];
+        wk[k] = V::load(tmp);
+      }
+      const F bias = b ? V::load_n(b + c, r) : V::zero();
+      for (int64_t t = 0; t < T; ++t) {
+        F acc = V::zero();
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t s = t - (K - 1) + k;
+          const float* src = s < 0 ? hist + (K - 1 + s) * C : x + s * C;
+          acc = V::fmadd(wk[k], V::load_n(src + c, r), acc);
+        }
+        if (b) acc = V::add(acc, bias);
+        V::store_n(y + t * C + c, acc, r);
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace cachet::ops

@@ -1,0 +1,46 @@
+// Internal interface between the matvec dispatcher (matvec.cpp) and the SIMD row kernels
+// (matvec_avx2.cpp, matvec_avx512.cpp). A kernel computes y[r] for a range of rows of W from
+// an activation vector prepared once per call (f32 as given, or quantized to 8 bits).
+#pragma once
+#include <cstdint>
+
+#include "cachet/dtype.h"
+#include "cachet/kernels.h"
+
+namespace cachet::kern {
+
+// How a kernel wants the activation x.
+enum class XKind {
+  F32,   // x as given
+  Q8_32, // blocks of 32: int8 values, f32 scale, sum of the int8 values
+  Q8_K,  // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
+};
+
+// The prepared activation. Q8 values use a symmetric scale d = max|x| / 127 per block.
+struct XPrep {
+  const float* f32 = nullptr;     // n values
+  const int8_t* qs = nullptr;     // n values (Q8_32, Q8_K)
+  const float* d = nullptr;       // one per block
+  const int32_t* isum = nullptr;  // Q8_32: sum of the block's qs
+  const float* fsum = nullptr;    // Q8_32: d * isum
+  const int16_t* bsums = nullptr; // Q8_K: n / 16 sums of 16 consecutive qs
+};
+
+// Computes y[r] for r in [r0, r1).
+using RowsFn = void (*)(const MatView& w, const XPrep& x, float* y, int64_t r0, int64_t r1);
+
+struct Kernel {
+  RowsFn rows = nullptr;  // null: no SIMD kernel for this type
+  XKind xkind = XKind::F32;
+};
+
+Kernel avx2_kernel(DType t);
+Kernel avx512_kernel(DType t);
+
+// Quantizes x (n a multiple of 32, resp. 256) into the given arrays (AVX2 code: call only
+// when active_isa() >= Avx2).
+void quantize_x_q8_32_avx2(const float* x, int64_t n, int8_t* qs, float* d, int32_t* isum,
+                           float* fsum);
+void quantize_x_q8_k_avx2(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
+
+}  // namespace cachet::kern

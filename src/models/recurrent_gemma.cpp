@@ -1,0 +1,588 @@
+// RecurrentGemma forward pass. For each block, with x the residual stream:
+//   r   = x + Temporal(RMSNorm_t(x))      Temporal = RG-LRU recurrent block | local attention
+//   out = r + MLP(RMSNorm_c(r))           MLP(x) = down(gelu(gate(x)) * up(x))
+// Recurrent block:  yb = gelu(linear_y(x)); u = linear_x(x); c = conv1d(u) (causal, depthwise);
+//   gx = sigmoid(c_h Wx_h + bx), ga = sigmoid(c_h Wa_h + ba) per head h;
+//   log_a = -8 ga softplus(L); a = exp(log_a); m = sqrt(1 - exp(2 log_a)) (1 at position 0);
+//   h_t = a h_{t-1} + c gx m (h_{t-1} = 0 at position 0); out = linear_out(h * yb).
+// Attention block: q, k, v projections, RoPE (half-split) on the first rot_dim dims of each
+//   head, MQA softmax(q k / sqrt(head_dim)) over the query itself and the W previous keys, o_proj.
+// Head: logits = cap * tanh((RMSNorm_f(x) E^T) / cap).
+//
+// The state of a sequence (RgState) holds, per recurrent layer, the last conv1d_width - 1 conv
+// inputs and the RG-LRU h, and per attention layer a ring of W post-RoPE keys and values
+// (slot = position % W). A forward of T tokens runs the linear layers as matrix products over
+// all rows; rows may belong to one state (a prefill chunk) or to several (a batched step).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <unordered_set>
+
+#include "cachet/arena.h"
+#include "cachet/error.h"
+#include "cachet/half.h"
+#include "cachet/ops.h"
+#include "cachet/recurrent_gemma.h"
+#include "cachet/state_impl.h"
+#include "cachet/threadpool.h"
+#include "rg_state.h"
+#include "rg_weights.h"
+
+namespace cachet {
+
+namespace {
+
+using models::Linear;
+
+constexpr int64_t kMaxRows = 256;  // rows per pass: bounds scratch memory for long prompts
+
+struct Layer {
+  bool attention = false;
+  std::vector<float> temporal_norm, channel_norm;  // RMSNorm weights w (used as 1 + w)
+  Linear gate, up, down;                           // MLP
+  // Recurrent block.
+  Linear lin_x, lin_y, lin_out;
+  std::vector<float> conv_w;       // [R, K], tap K-1 multiplies the newest input
+  std::vector<float> conv_b;       // [R]
+  std::vector<float> neg_c_sp;     // -8 * softplus(recurrent_param), [R]
+  std::vector<float> in_gate_t;    // [H, bw_out, bw_in] (transposed from [H, in, out])
+  std::vector<float> a_gate_t;     // [H, bw_out, bw_in]
+  std::vector<float> in_gate_b;    // [R]
+  std::vector<float> a_gate_b;     // [R]
+  // Attention block.
+  Linear q, k, v, o;
+};
+
+// Rows of one pass that belong to one state: rows [row0, row0 + n) are tokens at positions
+// pos0, pos0 + 1, ... of st.
+struct Segment {
+  models::RgState* st = nullptr;
+  int64_t row0 = 0, n = 0, pos0 = 0;
+};
+
+template <typename F>
+void par_for(ThreadPool& pool, int64_t n, int64_t grain, F& f) {
+  // std::ref keeps std::function from allocating a copy of the closure.
+  pool.parallel_for(n, grain, std::ref(f));
+}
+
+template <typename F>
+void par_run(ThreadPool& pool, F& f) {
+  pool.run(std::ref(f));
+}
+
+class RecurrentGemma final : public LanguageModel {
+ public:
+  RecurrentGemma(ModelFiles files, ThreadPool* pool)
+      : files_(std::move(files)), pool_(pool ? pool : &default_pool()) {
+    cfg_ = RecurrentGemmaConfig::from_json(files_.config, files_.path);
+    load_weights();
+    build_info();
+  }
+
+  const ModelInfo& info() const override { return info_; }
+
+  State new_state() const override {
+    return State(std::make_unique<models::RgState>(layout_));
+  }
+
+  State load_state(const std::string& path) const override {
+    return State(models::RgState::load(layout_, path));
+  }
+
+  void forward(State& state, std::span<const int32_t> tokens, std::vector<float>& logits,
+               bool all_positions) override {
+    models::RgState& st = own_state(state, "forward");
+    if (tokens.empty()) fail("forward: empty token list");
+    check_tokens(tokens);
+    const int64_t T = static_cast<int64_t>(tokens.size());
+    const int64_t V = cfg_.vocab_size;
+    const size_t need = static_cast<size_t>((all_positions ? T : 1) * V);
+    if (logits.size() != need) logits.resize(need);
+    for (int64_t start = 0; start < T; start += kMaxRows) {
+      const int64_t n = std::min(kMaxRows, T - start);
+      const Segment seg{&st, 0, n, st.pos};
+      int64_t out_row0 = 0, n_out = 0;
+      float* out = nullptr;
+      if (all_positions) {
+        n_out = n;
+        out = logits.data() + start * V;
+      } else if (start + n == T) {
+        out_row0 = n - 1;
+        n_out = 1;
+        out = logits.data();
+      }
+      run(std::span<const Segment>(&seg, 1), tokens.data() + start, n, out_row0, n_out, out);
+    }
+  }
+
+  void forward_batch(std::span<State* const> states, std::span<const int32_t> tokens,
+                     std::vector<float>& logits) override {
+    if (states.empty()) fail("forward_batch: no states");
+    if (states.size() != tokens.size())
+      fail("forward_batch: ", states.size(), " states but ", tokens.size(), " tokens");
+    std::unordered_set<const void*> seen;
+    for (size_t i = 0; i < states.size(); ++i) {
+      if (!states[i]) fail("forward_batch: state ", i, " is null");
+      own_state(*states[i], "forward_batch");
+      if (!seen.insert(states[i]->impl()).second)
+        fail("forward_batch: state ", i, " appears more than once");
+    }
+    check_tokens(tokens);
+    const int64_t N = static_cast<int64_t>(states.size());
+    const int64_t V = cfg_.vocab_size;
+    if (logits.size() != static_cast<size_t>(N * V)) logits.resize(static_cast<size_t>(N * V));
+    std::vector<Segment> segs;
+    segs.reserve(static_cast<size_t>(std::min(N, kMaxRows)));
+    for (int64_t start = 0; start < N; start += kMaxRows) {
+      const int64_t n = std::min(kMaxRows, N - start);
+      segs.clear();
+      for (int64_t i = 0; i < n; ++i) {
+        auto* st = static_cast<models::RgState*>(states[start + i]->impl());
+        segs.push_back(Segment{st, i, 1, st->pos});
+      }
+      run(segs, tokens.data() + start, n, 0, n, logits.data() + start * V);
+    }
+  }
+
+ private:
+  // ---------------------------------------------------------------- loading
+  void load_weights() {
+    const ModelFiles& f = files_;
+    const int64_t d = cfg_.hidden_size, V = cfg_.vocab_size, E = cfg_.mlp_width();
+    const int64_t R = cfg_.lru_width, H = cfg_.num_attention_heads, bw = R / H;
+    const int64_t hd = cfg_.head_dim, K = cfg_.conv1d_width;
+    const int64_t qdim = H * hd, kvdim = cfg_.num_key_value_heads * hd;
+
+    // HF checkpoints prefix every name with "model."; accept files without it.
+    std::string p = "model.";
+    if (!f.tensors.count(p + "embed_tokens.weight") && f.tensors.count("embed_tokens.weight"))
+      p = "";
+    embed_ = &models::need_tensor(f, p + "embed_tokens.weight", {V, d});
+    if (f.tensors.count("lm_head.weight")) {
+      head_ = models::need_linear(f, "lm_head", V, d, false);
+    } else {
+      head_.w = MatView{embed_->dtype, V, d, embed_->data, row_bytes(embed_->dtype, d)};
+    }
+    final_norm_ = models::to_f32(models::need_tensor(f, p + "final_norm.weight", {d}));
+
+    for (int64_t i = 0; i < cfg_.num_hidden_layers; ++i) {
+      const std::string lp = p + "layers." + std::to_string(i) + ".";
+      Layer L;
+      L.attention = cfg_.is_attention(i);
+      L.temporal_norm = models::to_f32(models::need_tensor(f, lp + "temporal_pre_norm.weight", {d}));
+      L.channel_norm = models::to_f32(models::need_tensor(f, lp + "channel_pre_norm.weight", {d}));
+      L.gate = models::need_linear(f, lp + "mlp_block.gate_proj", E, d, true);
+      L.up = models::need_linear(f, lp + "mlp_block.up_proj", E, d, true);
+      L.down = models::need_linear(f, lp + "mlp_block.down_proj", d, E, true);
+      const std::string tp = lp + "temporal_block.";
+      const std::string other = L.attention ? "linear_x.weight" : "q_proj.weight";
+      if (f.tensors.count(tp + other))
+        fail(f.path, ": tensor '", tp + other, "' does not belong to layer ", i, ", which the config",
+             " makes a", L.attention ? "n attention" : " recurrent", " block");
+      if (L.attention) {
+        const bool b = cfg_.attention_bias;
+        L.q = models::need_linear(f, tp + "q_proj", qdim, d, b);
+        L.k = models::need_linear(f, tp + "k_proj", kvdim, d, b);
+        L.v = models::need_linear(f, tp + "v_proj", kvdim, d, b);
+        L.o = models::need_linear(f, tp + "o_proj", d, qdim, true);
+      } else {
+        L.lin_x = models::need_linear(f, tp + "linear_x", R, d, true);
+        L.lin_y = models::need_linear(f, tp + "linear_y", R, d, true);
+        L.lin_out = models::need_linear(f, tp + "linear_out", d, R, true);
+        L.conv_w = models::to_f32(models::need_tensor(f, tp + "conv_1d.weight", {R, 1, K}));
+        L.conv_b = models::to_f32(models::need_tensor(f, tp + "conv_1d.bias", {R}));
+        const std::string gp = tp + "rg_lru.";
+        std::vector<float> lam = models::to_f32(models::need_tensor(f, gp + "recurrent_param", {R}));
+        L.neg_c_sp.resize(static_cast<size_t>(R));
+        ops::softplus(lam.data(), L.neg_c_sp.data(), R);
+        for (float& x : L.neg_c_sp) x *= -8.0f;
+        L.in_gate_t = transpose_gate(f, gp + "input_gate_weight", H, bw);
+        L.a_gate_t = transpose_gate(f, gp + "recurrent_gate_weight", H, bw);
+        L.in_gate_b = models::to_f32(models::need_tensor(f, gp + "input_gate_bias", {H, bw}));
+        L.a_gate_b = models::to_f32(models::need_tensor(f, gp + "recurrent_gate_bias", {H, bw}));
+      }
+      layers_.push_back(std::move(L));
+    }
+    // Tensors of layers the config does not have mean the two disagree.
+    const std::string extra = p + "layers." + std::to_string(cfg_.num_hidden_layers) + ".";
+    for (const auto& [name, t] : f.tensors)
+      if (name.rfind(extra, 0) == 0)
+        fail(f.path, ": tensor '", name, "' belongs to a layer beyond num_hidden_layers = ",
+             cfg_.num_hidden_layers);
+
+    embed_scale_ = bf16_to_f32(f32_to_bf16(static_cast<float>(std::sqrt(static_cast<double>(d)))));
+    const int64_t rd = cfg_.rot_dim();
+    inv_freq_.resize(static_cast<size_t>(rd / 2));
+    for (int64_t j = 0; j < rd / 2; ++j) {
+      const float e = static_cast<float>(2 * j) / static_cast<float>(rd);
+      inv_freq_[static_cast<size_t>(j)] =
+          1.0f / std::pow(static_cast<float>(cfg_.rope_theta), e);
+    }
+  }
+
+  // [H, in, out] as stored by HF -> f32 [H, out, in] so each output is a contiguous dot.
+  static std::vector<float> transpose_gate(const ModelFiles& f, const std::string& name, int64_t H,
+                                           int64_t bw) {
+    std::vector<float> w = models::to_f32(models::need_tensor(f, name, {H, bw, bw}));
+    std::vector<float> t(w.size());
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < bw; ++i)
+        for (int64_t o = 0; o < bw; ++o) t[(h * bw + o) * bw + i] = w[(h * bw + i) * bw + o];
+    return t;
+  }
+
+  void build_info() {
+    info_.arch = "recurrent_gemma";
+    info_.name = files_.path;
+    info_.vocab_size = cfg_.vocab_size;
+    info_.bos_id = cfg_.bos_token_id;
+    info_.eos_id = cfg_.eos_token_id;
+    info_.pad_id = cfg_.pad_token_id;
+    info_.max_positions = 0;
+
+    models::Fnv64 fp;
+    fp.add(std::string("recurrent_gemma"));
+    fp.add(cfg_.to_json().dump());
+    for (const auto& [name, t] : files_.tensors) {  // std::map: sorted by name
+      fp.add(name);
+      fp.add_u64(static_cast<uint64_t>(t.dtype));
+      fp.add_u64(t.shape.size());
+      for (int64_t s : t.shape) fp.add_u64(static_cast<uint64_t>(s));
+    }
+    info_.fingerprint = fp.h;
+
+    // Bytes read per decoded token: every matrix once, the small f32 vectors, one embedding row.
+    const int64_t d = cfg_.hidden_size;
+    uint64_t b = head_.bytes() + row_bytes(embed_->dtype, d) + final_norm_.size() * 4;
+    for (const Layer& L : layers_) {
+      b += (L.temporal_norm.size() + L.channel_norm.size()) * 4;
+      b += L.gate.bytes() + L.up.bytes() + L.down.bytes();
+      if (L.attention) {
+        b += L.q.bytes() + L.k.bytes() + L.v.bytes() + L.o.bytes();
+      } else {
+        b += L.lin_x.bytes() + L.lin_y.bytes() + L.lin_out.bytes();
+        b += (L.conv_w.size() + L.conv_b.size() + L.neg_c_sp.size() + L.in_gate_t.size() +
+              L.a_gate_t.size() + L.in_gate_b.size() + L.a_gate_b.size()) *
+             4;
+      }
+    }
+    info_.weight_bytes = b;
+
+    auto lay = std::make_shared<models::RgLayout>();
+    lay->fingerprint = info_.fingerprint;
+    lay->conv_rows = cfg_.conv1d_width - 1;
+    lay->lru_width = cfg_.lru_width;
+    lay->window = cfg_.attention_window_size;
+    lay->kv_dim = cfg_.num_key_value_heads * cfg_.head_dim;
+    size_t off = 0;
+    for (const Layer& L : layers_) {
+      lay->attention.push_back(L.attention);
+      lay->offset.push_back(off);
+      off += L.attention ? static_cast<size_t>(2 * lay->window * lay->kv_dim)
+                         : static_cast<size_t>((lay->conv_rows + 1) * lay->lru_width);
+    }
+    lay->total = off;
+    layout_ = std::move(lay);
+  }
+
+  // ---------------------------------------------------------------- checks
+  models::RgState& own_state(State& s, const char* what) const {
+    if (!s.valid()) fail(what, ": the state is empty (create it with new_state())");
+    auto* st = dynamic_cast<models::RgState*>(s.impl());
+    if (!st) fail(what, ": the state belongs to another kind of model");
+    if (st->layout->fingerprint != info_.fingerprint)
+      fail(what, ": the state belongs to another model (state fingerprint ", std::hex,
+           st->layout->fingerprint, ", model ", info_.fingerprint, ")");
+    return *st;
+  }
+
+  void check_tokens(std::span<const int32_t> tokens) const {
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size)
+        fail("token id ", tokens[i], " at index ", i, " is outside the vocabulary (size ",
+             cfg_.vocab_size, ")");
+  }
+
+  // ---------------------------------------------------------------- forward
+  // Runs N rows (tokens) through the model for the given segments, advancing their states;
+  // writes logits for rows [out_row0, out_row0 + n_out) to out.
+  void run(std::span<const Segment> segs, const int32_t* tokens, int64_t N, int64_t out_row0,
+           int64_t n_out, float* out) {
+    ThreadPool& pool = *pool_;
+    const int64_t d = cfg_.hidden_size;
+    const int64_t R = cfg_.lru_width, E = cfg_.mlp_width();
+    const int64_t qdim = cfg_.num_attention_heads * cfg_.head_dim;
+    const int64_t kvdim = cfg_.num_key_value_heads * cfg_.head_dim;
+    const float eps = static_cast<float>(cfg_.rms_norm_eps);
+
+    arena_.reset();
+    Scratch s;
+    s.row_seg = arena_.alloc<int32_t>(static_cast<size_t>(N));
+    s.row_pos = arena_.alloc<int64_t>(static_cast<size_t>(N));
+    for (size_t si = 0; si < segs.size(); ++si)
+      for (int64_t t = 0; t < segs[si].n; ++t) {
+        s.row_seg[segs[si].row0 + t] = static_cast<int32_t>(si);
+        s.row_pos[segs[si].row0 + t] = segs[si].pos0 + t;
+      }
+    auto buf = [&](int64_t n) { return arena_.alloc<float>(static_cast<size_t>(n)); };
+    float* x = buf(N * d);
+    float* xn = buf(N * d);
+    float* y = buf(N * d);
+    const int64_t wide = std::max({R, E, qdim});
+    s.a = buf(N * wide);
+    s.b = buf(N * wide);
+    s.c = buf(N * std::max(R, kvdim));
+    s.e = buf(N * std::max(R, kvdim));
+    s.f = buf(N * R);
+    s.rope = buf(N * cfg_.rot_dim());
+    s.scores = buf(static_cast<int64_t>(pool.size()) * (cfg_.attention_window_size + 1));
+
+    // x0 = E[token] * bf16(sqrt(d))
+    for (int64_t r = 0; r < N; ++r) {
+      float* xr = x + r * d;
+      models::row_to_f32(embed_->dtype, embed_->row(tokens[r]), xr, d);
+      ops::scale(xr, embed_scale_, xr, d);
+    }
+    if (has_attention()) rope_table(s, N);
+
+    for (size_t li = 0; li < layers_.size(); ++li) {
+      const Layer& L = layers_[li];
+      for (int64_t r = 0; r < N; ++r)
+        ops::rmsnorm(x + r * d, L.temporal_norm.data(), xn + r * d, d, eps, true);
+      if (L.attention)
+        attention_block(L, li, segs, s, xn, N, y);
+      else
+        recurrent_block(L, li, segs, s, xn, N, y);
+      ops::add(x, y, x, N * d);
+
+      for (int64_t r = 0; r < N; ++r)
+        ops::rmsnorm(x + r * d, L.channel_norm.data(), xn + r * d, d, eps, true);
+      mlp(L, xn, N, s, y);
+      ops::add(x, y, x, N * d);
+    }
+
+    if (n_out > 0) {
+      for (int64_t r = 0; r < n_out; ++r)
+        ops::rmsnorm(x + (out_row0 + r) * d, final_norm_.data(), xn + r * d, d, eps, true);
+      models::apply_linear(head_, xn, n_out, out, pool);
+      soft_cap(out, n_out * cfg_.vocab_size);
+    }
+    for (const Segment& seg : segs) seg.st->pos += seg.n;
+  }
+
+  struct Scratch {
+    int32_t* row_seg = nullptr;  // segment of each row
+    int64_t* row_pos = nullptr;  // position of each row
+    float *a = nullptr, *b = nullptr, *c = nullptr, *e = nullptr, *f = nullptr;
+    float* rope = nullptr;    // [N, rot_dim]: cos then sin of each pair
+    float* scores = nullptr;  // [threads, W + 1]
+  };
+
+  bool has_attention() const {
+    for (const Layer& L : layers_)
+      if (L.attention) return true;
+    return false;
+  }
+
+  void rope_table(Scratch& s, int64_t N) const {
+    const int64_t half = cfg_.rot_dim() / 2;
+    for (int64_t r = 0; r < N; ++r) {
+      const float p = static_cast<float>(s.row_pos[r]);
+      float* cs = s.rope + r * 2 * half;
+      for (int64_t j = 0; j < half; ++j) {
+        const float ang = p * inv_freq_[static_cast<size_t>(j)];
+        cs[j] = std::cos(ang);
+        cs[half + j] = std::sin(ang);
+      }
+    }
+  }
+
+  void apply_rope(const Scratch& s, int64_t r, float* v) const {
+    const int64_t half = cfg_.rot_dim() / 2;
+    const float* cs = s.rope + r * 2 * half;
+    for (int64_t j = 0; j < half; ++j) {
+      const float c = cs[j], sn = cs[half + j];
+      const float a = v[j], b = v[j + half];
+      v[j] = a * c - b * sn;
+      v[j + half] = b * c + a * sn;
+    }
+  }
+
+  void mlp(const Layer& L, const float* xn, int64_t N, Scratch& s, float* y) {
+    const int64_t E = cfg_.mlp_width();
+    models::apply_linear(L.gate, xn, N, s.a, *pool_);
+    models::apply_linear(L.up, xn, N, s.b, *pool_);
+    ops::gelu_tanh(s.a, s.a, N * E);
+    ops::mul(s.a, s.b, s.a, N * E);
+    models::apply_linear(L.down, s.a, N, y, *pool_);
+  }
+
+  void recurrent_block(const Layer& L, size_t li, std::span<const Segment> segs, Scratch& s,
+                       const float* xn, int64_t N, float* y) {
+    ThreadPool& pool = *pool_;
+    const int64_t R = cfg_.lru_width, H = cfg_.num_attention_heads, bw = R / H;
+    const int64_t K = cfg_.conv1d_width, hist = K - 1;
+    float* yb = s.a;  // gelu(linear_y(x))
+    float* u = s.b;   // linear_x(x), the conv input
+    float* c = s.c;   // conv output, then h_t
+    float* gx = s.e;  // input gate
+    float* ga = s.f;  // recurrence gate
+    models::apply_linear(L.lin_y, xn, N, yb, pool);
+    ops::gelu_tanh(yb, yb, N * R);
+    models::apply_linear(L.lin_x, xn, N, u, pool);
+
+    // Causal depthwise conv over [state window ; new inputs], then the window moves on.
+    for (const Segment& seg : segs) {
+      float* w = seg.st->conv(li);
+      const float* us = u + seg.row0 * R;
+      ops::conv1d_depthwise(w, us, L.conv_w.data(), L.conv_b.data(), c + seg.row0 * R, seg.n, R,
+                            K);
+      if (hist == 0) continue;
+      if (seg.n >= hist) {
+        std::memcpy(w, us + (seg.n - hist) * R, static_cast<size_t>(hist * R) * sizeof(float));
+      } else {
+        const int64_t keep = hist - seg.n;
+        std::memmove(w, w + seg.n * R, static_cast<size_t>(keep * R) * sizeof(float));
+        std::memcpy(w + keep * R, us, static_cast<size_t>(seg.n * R) * sizeof(float));
+      }
+    }
+
+    // Gates: block-diagonal per head, gx = sigmoid(c_h Wx_h + bx_h), ga likewise.
+    auto gates = [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t r = item / H, h = item % H;
+        const float* ch = c + r * R + h * bw;
+        float* ox = gx + r * R + h * bw;
+        float* oa = ga + r * R + h * bw;
+        for (int64_t o = 0; o < bw; ++o) {
+          ox[o] = ops::dot(L.in_gate_t.data() + (h * bw + o) * bw, ch, bw) + L.in_gate_b[h * bw + o];
+          oa[o] = ops::dot(L.a_gate_t.data() + (h * bw + o) * bw, ch, bw) + L.a_gate_b[h * bw + o];
+        }
+        ops::sigmoid(ox, ox, bw);
+        ops::sigmoid(oa, oa, bw);
+      }
+    };
+    par_for(pool, N * H, 1, gates);
+
+    // RG-LRU scan, sequential in time per state, parallel over channels.
+    auto scan = [&](int64_t begin, int64_t end) {
+      for (const Segment& seg : segs) {
+        float* hs = seg.st->h(li);
+        for (int64_t i = begin; i < end; ++i) {
+          float h = hs[i];
+          for (int64_t t = 0; t < seg.n; ++t) {
+            const int64_t at = (seg.row0 + t) * R + i;
+            const float log_a = L.neg_c_sp[i] * ga[at];
+            const float xg = c[at] * gx[at];
+            if (seg.pos0 + t == 0) {
+              h = xg;  // reset: no carry-over, no normalisation
+            } else {
+              const float a = std::exp(log_a);
+              const float m = std::sqrt(1.0f - std::exp(2.0f * log_a));
+              h = a * h + xg * m;
+            }
+            c[at] = h;
+          }
+          hs[i] = h;
+        }
+      }
+    };
+    par_for(pool, R, 16, scan);
+
+    ops::mul(c, yb, c, N * R);
+    models::apply_linear(L.lin_out, c, N, y, pool);
+  }
+
+  void attention_block(const Layer& L, size_t li, std::span<const Segment> segs, Scratch& s,
+                       const float* xn, int64_t N, float* y) {
+    ThreadPool& pool = *pool_;
+    const int64_t H = cfg_.num_attention_heads, hd = cfg_.head_dim;
+    const int64_t group = H / cfg_.num_key_value_heads;
+    const int64_t qdim = H * hd, kvdim = cfg_.num_key_value_heads * hd;
+    const int64_t W = cfg_.attention_window_size;
+    float* q = s.a;
+    float* att = s.b;
+    float* k = s.c;
+    float* v = s.e;
+    models::apply_linear(L.q, xn, N, q, pool);
+    models::apply_linear(L.k, xn, N, k, pool);
+    models::apply_linear(L.v, xn, N, v, pool);
+    for (int64_t r = 0; r < N; ++r) {
+      for (int64_t h = 0; h < H; ++h) apply_rope(s, r, q + r * qdim + h * hd);
+      for (int64_t h = 0; h < cfg_.num_key_value_heads; ++h) apply_rope(s, r, k + r * kvdim + h * hd);
+    }
+
+    // Query at position p sees keys at positions max(0, p - W) .. p: those before the segment
+    // come from the state's ring (slot = pos % W), the others from this pass.
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    auto attend = [&](int tid, int nt) {
+      float* sc = s.scores + static_cast<int64_t>(tid) * (W + 1);
+      for (int64_t item = tid; item < N * H; item += nt) {
+        const int64_t r = item / H, h = item % H, g = h / group;
+        const Segment& seg = segs[static_cast<size_t>(s.row_seg[r])];
+        const float* ring_k = seg.st->k(li);
+        const float* ring_v = seg.st->v(li);
+        const int64_t p = s.row_pos[r];
+        const int64_t lo = std::max<int64_t>(0, p - W);
+        const int64_t nk = p - lo + 1;
+        const float* qh = q + r * qdim + h * hd;
+        auto key_row = [&](int64_t kp, const float* ring, const float* fresh) {
+          return kp < seg.pos0 ? ring + (kp % W) * kvdim + g * hd
+                               : fresh + (seg.row0 + kp - seg.pos0) * kvdim + g * hd;
+        };
+        for (int64_t j = 0; j < nk; ++j) sc[j] = ops::dot(qh, key_row(lo + j, ring_k, k), hd) * scale;
+        ops::softmax(sc, nk);
+        float* o = att + r * qdim + h * hd;
+        std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
+        for (int64_t j = 0; j < nk; ++j) ops::axpy(sc[j], key_row(lo + j, ring_v, v), o, hd);
+      }
+    };
+    par_run(pool, attend);
+
+    // The newest min(n, W) keys and values of each segment go into its ring.
+    for (const Segment& seg : segs) {
+      float* ring_k = seg.st->k(li);
+      float* ring_v = seg.st->v(li);
+      for (int64_t t = std::max<int64_t>(0, seg.n - W); t < seg.n; ++t) {
+        const int64_t slot = (seg.pos0 + t) % W;
+        const size_t nb = static_cast<size_t>(kvdim) * sizeof(float);
+        std::memcpy(ring_k + slot * kvdim, k + (seg.row0 + t) * kvdim, nb);
+        std::memcpy(ring_v + slot * kvdim, v + (seg.row0 + t) * kvdim, nb);
+      }
+    }
+    models::apply_linear(L.o, att, N, y, pool);
+  }
+
+  void soft_cap(float* z, int64_t n) {
+    const double capd = cfg_.logits_soft_cap;
+    if (!(capd > 0)) return;
+    const float cap = static_cast<float>(capd), inv = 1.0f / cap;
+    auto f = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) z[i] = cap * std::tanh(z[i] * inv);
+    };
+    par_for(*pool_, n, 4096, f);
+  }
+
+  ModelFiles files_;
+  ThreadPool* pool_;
+  RecurrentGemmaConfig cfg_;
+  const Tensor* embed_ = nullptr;
+  Linear head_;
+  std::vector<float> final_norm_;
+  std::vector<Layer> layers_;
+  std::vector<float> inv_freq_;
+  float embed_scale_ = 1.0f;
+  ModelInfo info_;
+  std::shared_ptr<const models::RgLayout> layout_;
+  Arena arena_{1 << 20};
+};
+
+}  // namespace
+
+std::unique_ptr<LanguageModel> make_recurrent_gemma(ModelFiles files, ThreadPool* pool) {
+  return std::make_unique<RecurrentGemma>(std::move(files), pool);
+}
+
+}  // namespace cachet

@@ -1,0 +1,52 @@
+// Helpers for reading model weights: tensor lookup with shape checks, conversion of small
+// tensors to f32, linear layers over weights used in place.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cachet/kernels.h"
+#include "cachet/model_files.h"
+#include "cachet/tensor.h"
+
+namespace cachet::models {
+
+// The tensor `name` of files with exactly `shape`; errors name the source, the tensor and
+// the problem (missing, wrong shape, not contiguous).
+const Tensor& need_tensor(const ModelFiles& files, const std::string& name,
+                          const std::vector<int64_t>& shape);
+
+// All elements of t as f32 (F32, F16, BF16 and the block formats).
+std::vector<float> to_f32(const Tensor& t);
+// n elements of type `type` at src, converted to f32.
+void row_to_f32(DType type, const void* src, float* dst, int64_t n);
+
+// y = x W^T + b over a weight matrix of any weight type, used in place.
+struct Linear {
+  MatView w;
+  std::vector<float> bias;  // empty: no bias
+  int64_t in() const { return w.cols; }
+  int64_t out() const { return w.rows; }
+  // Bytes read by one product.
+  uint64_t bytes() const;
+};
+
+// A [out, in] linear layer `prefix`.weight (+ `prefix`.bias when has_bias).
+Linear need_linear(const ModelFiles& files, const std::string& prefix, int64_t out, int64_t in,
+                   bool has_bias);
+
+// Y[n, out] = X[n, in] W^T + b (matvec when n == 1).
+void apply_linear(const Linear& l, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// 64-bit FNV-1a.
+struct Fnv64 {
+  uint64_t h = 1469598103934665603ull;
+  void add(const void* data, size_t n);
+  void add(const std::string& s) {
+    add_u64(s.size());
+    add(s.data(), s.size());
+  }
+  void add_u64(uint64_t v) { add(&v, sizeof v); }
+};
+
+}  // namespace cachet::models

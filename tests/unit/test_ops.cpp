@@ -1,0 +1,476 @@
+// Element-wise ops: every ISA level against the scalar reference, odd lengths, saturating
+// inputs, and closed-form / PyTorch-computed values.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cachet/cpu.h"
+#include "cachet/ops.h"
+
+namespace {
+
+using cachet::Isa;
+
+// Forces an ISA level for a scope and restores the previous one.
+class IsaScope {
+ public:
+  explicit IsaScope(Isa isa) : saved_(cachet::active_isa()) { cachet::set_isa(isa); }
+  ~IsaScope() { cachet::set_isa(saved_); }
+  IsaScope(const IsaScope&) = delete;
+  IsaScope& operator=(const IsaScope&) = delete;
+
+ private:
+  Isa saved_;
+};
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v{Isa::Scalar};
+  if (cachet::best_isa() >= Isa::Avx2) v.push_back(Isa::Avx2);
+  if (cachet::best_isa() >= Isa::Avx512) v.push_back(Isa::Avx512);
+  return v;
+}
+
+const int64_t kLengths[] = {1, 7, 33, 1000};
+
+std::vector<float> random_vec(int64_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Inputs where exponentials saturate or functions switch branches.
+std::vector<float> extreme_inputs() {
+  return {0.0f,    -0.0f,   1e-30f,  -1e-30f, 1e-6f,   -1e-6f,   0.5f,     -0.5f,   1.0f,
+          -1.0f,   1.41f,   1.42f,   -1.41f,  -1.42f,  5.0f,     -5.0f,    19.9f,   20.0f,
+          20.1f,   -20.0f,  30.0f,   -30.0f,  80.0f,   -80.0f,   88.0f,    88.7f,   88.75f,
+          89.0f,   -87.0f,  -87.5f,  -88.0f,  -100.0f, -103.0f,  -104.0f,  -110.0f, 100.0f,
+          1e10f,   -1e10f,  1e30f,   -1e30f,  FLT_MAX, -FLT_MAX, 3.0f,     -3.0f,   7.5f,
+          -7.5f,   12.0f,   -12.0f,  14.0f,   -14.0f,  -0.999f,  0.999f,   2.0f,    -2.0f};
+}
+
+// |got - want| <= atol + rtol |want|, and no NaN unless the reference has one.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double atol,
+                  double rtol, const std::vector<float>& in, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) continue;
+    ASSERT_FALSE(std::isnan(got[i])) << what << " i=" << i << " x=" << in[i];
+    if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << what << " i=" << i << " x=" << in[i];
+      continue;
+    }
+    const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
+    EXPECT_LE(err, atol + rtol * std::fabs(want[i]))
+        << what << " i=" << i << " x=" << in[i] << " got=" << got[i] << " want=" << want[i];
+  }
+}
+
+struct Unary {
+  const char* name;
+  void (*fn)(const float*, float*, int64_t);
+  void (*ref)(const float*, float*, int64_t);
+  double atol, rtol;
+};
+
+const Unary kUnary[] = {
+    {"gelu", cachet::ops::gelu, cachet::ops::ref::gelu, 2e-6, 2e-6},
+    {"gelu_tanh", cachet::ops::gelu_tanh, cachet::ops::ref::gelu_tanh, 2e-6, 2e-6},
+    {"silu", cachet::ops::silu, cachet::ops::ref::silu, 2e-6, 2e-6},
+    {"softplus", cachet::ops::softplus, cachet::ops::ref::softplus, 1e-37, 2e-6},
+    {"sigmoid", cachet::ops::sigmoid, cachet::ops::ref::sigmoid, 1e-37, 2e-6},
+    {"exp", cachet::ops::exp, cachet::ops::ref::exp, 1e-37, 1e-6},
+};
+
+TEST(OpsUnary, MatchesReferenceAllIsasAndLengths) {
+  for (const auto& u : kUnary) {
+    for (Isa isa : isas()) {
+      IsaScope scope(isa);
+      for (int64_t n : kLengths) {
+        auto x = random_vec(n, -12.0f, 12.0f, static_cast<uint32_t>(n * 31 + 7));
+        std::vector<float> got(n), want(n);
+        u.fn(x.data(), got.data(), n);
+        u.ref(x.data(), want.data(), n);
+        expect_close(got, want, u.atol, u.rtol, x,
+                     std::string(u.name) + " " + std::string(cachet::isa_name(isa)) +
+                         " n=" + std::to_string(n));
+      }
+    }
+  }
+}
+
+TEST(OpsUnary, ExtremeInputsSaturateWithoutNaN) {
+  const auto x = extreme_inputs();
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (const auto& u : kUnary) {
+    for (Isa isa : isas()) {
+      IsaScope scope(isa);
+      std::vector<float> got(n), want(n);
+      u.fn(x.data(), got.data(), n);
+      u.ref(x.data(), want.data(), n);
+      expect_close(got, want, u.atol, u.rtol, x,
+                   std::string(u.name) + " extreme " + std::string(cachet::isa_name(isa)));
+    }
+  }
+}
+
+// Dense sweep of each vector path against double-precision truth.
+TEST(OpsUnary, AccuracyAgainstDoubleTruth) {
+  std::vector<float> x;
+  for (float v = -100.0f; v <= 89.0f; v += 0.0137f) x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> y(n);
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    const std::string tag(cachet::isa_name(isa));
+    cachet::ops::exp(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double t = std::exp(static_cast<double>(x[i]));
+      if (t < FLT_MIN || t > FLT_MAX) continue;
+      ASSERT_LE(std::fabs(y[i] - t), 1e-6 * t) << tag << " exp x=" << x[i];
+    }
+    cachet::ops::gelu(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double xd = x[i];
+      const double t = 0.5 * xd * std::erfc(-xd / std::sqrt(2.0));
+      // The reference form 1 + erf(z) loses low bits where erf(z) is near -1.
+      ASSERT_LE(std::fabs(y[i] - t), 1e-6 * std::fabs(t) + 4e-7 * std::fabs(xd) * 1e-1 + 1e-30)
+          << tag << " gelu x=" << x[i];
+    }
+    cachet::ops::softplus(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double xd = x[i];
+      const double t = xd > 20 ? xd : std::log1p(std::exp(xd));
+      if (t < FLT_MIN) continue;
+      ASSERT_LE(std::fabs(y[i] - t), 1e-6 * t) << tag << " softplus x=" << x[i];
+    }
+    cachet::ops::sigmoid(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double t = 1.0 / (1.0 + std::exp(-static_cast<double>(x[i])));
+      if (t < FLT_MIN) continue;
+      ASSERT_LE(std::fabs(y[i] - t), 1e-6 * t) << tag << " sigmoid x=" << x[i];
+    }
+  }
+}
+
+TEST(OpsUnary, ClosedFormValues) {
+  const std::vector<float> x = {1.0f, 0.0f, -1.0f, 100.0f, -100.0f};
+  std::vector<float> y(x.size());
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    const int64_t n = static_cast<int64_t>(x.size());
+    cachet::ops::gelu(x.data(), y.data(), n);
+    EXPECT_NEAR(y[0], 0.8413447460685429, 1e-6);
+    EXPECT_EQ(y[1], 0.0f);
+    EXPECT_NEAR(y[2], -0.15865525393145707, 1e-6);
+    EXPECT_NEAR(y[3], 100.0f, 1e-4);
+    EXPECT_NEAR(y[4], 0.0f, 1e-30);
+    cachet::ops::gelu_tanh(x.data(), y.data(), n);
+    EXPECT_NEAR(y[0], 0.8411919906082768, 1e-6);
+    EXPECT_EQ(y[1], 0.0f);
+    cachet::ops::silu(x.data(), y.data(), n);
+    EXPECT_NEAR(y[0], 0.7310585786300049, 1e-6);
+    EXPECT_NEAR(y[2], -0.2689414213699951, 1e-6);
+    EXPECT_NEAR(y[3], 100.0f, 1e-4);
+    cachet::ops::sigmoid(x.data(), y.data(), n);
+    EXPECT_EQ(y[1], 0.5f);
+    EXPECT_EQ(y[3], 1.0f);
+    EXPECT_NEAR(y[4], 3.720075976020836e-44, 1e-44);
+    cachet::ops::softplus(x.data(), y.data(), n);
+    EXPECT_NEAR(y[0], 1.3132616875182228, 1e-6);
+    EXPECT_NEAR(y[1], 0.6931471805599453, 1e-6);
+    EXPECT_EQ(y[3], 100.0f);
+    EXPECT_GE(y[4], 0.0f);
+    EXPECT_LT(y[4], 1e-40f);
+    cachet::ops::exp(x.data(), y.data(), n);
+    EXPECT_NEAR(y[0], 2.718281828459045, 3e-7);
+    EXPECT_EQ(y[1], 1.0f);
+    EXPECT_TRUE(std::isinf(y[3]));
+    EXPECT_EQ(y[4], 0.0f);
+  }
+}
+
+TEST(OpsNorm, RmsNormMatchesReference) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    for (int64_t n : kLengths) {
+      const auto x = random_vec(n, -3.0f, 3.0f, 11 + static_cast<uint32_t>(n));
+      const auto w = random_vec(n, -1.0f, 1.0f, 12 + static_cast<uint32_t>(n));
+      for (int mode = 0; mode < 3; ++mode) {
+        const float* wp = mode == 0 ? nullptr : w.data();
+        const bool one_plus = mode == 2;
+        std::vector<float> got(n), want(n);
+        cachet::ops::rmsnorm(x.data(), wp, got.data(), n, 1e-6f, one_plus);
+        cachet::ops::ref::rmsnorm(x.data(), wp, want.data(), n, 1e-6f, one_plus);
+        expect_close(got, want, 1e-6, 2e-6, x,
+                     "rmsnorm " + std::string(cachet::isa_name(isa)) + " mode " +
+                         std::to_string(mode) + " n=" + std::to_string(n));
+      }
+    }
+  }
+}
+
+TEST(OpsNorm, RmsNormClosedForm) {
+  // x = (3, 4): mean square 12.5, so y = x / sqrt(12.5); with one_plus and w = 1, doubled.
+  const float x[2] = {3.0f, 4.0f}, w[2] = {1.0f, 1.0f};
+  float y[2];
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    cachet::ops::rmsnorm(x, w, y, 2, 0.0f, true);
+    EXPECT_NEAR(y[0], 2 * 3 / std::sqrt(12.5), 1e-6);
+    EXPECT_NEAR(y[1], 2 * 4 / std::sqrt(12.5), 1e-6);
+    cachet::ops::rmsnorm(x, nullptr, y, 2, 0.0f, false);
+    EXPECT_NEAR(y[0], 3 / std::sqrt(12.5), 1e-6);
+  }
+}
+
+TEST(OpsNorm, LayerNormMatchesReference) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    for (int64_t n : kLengths) {
+      const auto x = random_vec(n, 2.0f, 6.0f, 21 + static_cast<uint32_t>(n));
+      const auto w = random_vec(n, -1.0f, 1.0f, 22 + static_cast<uint32_t>(n));
+      const auto b = random_vec(n, -1.0f, 1.0f, 23 + static_cast<uint32_t>(n));
+      for (int mode = 0; mode < 2; ++mode) {
+        const float* wp = mode ? w.data() : nullptr;
+        const float* bp = mode ? b.data() : nullptr;
+        std::vector<float> got(n), want(n);
+        cachet::ops::layernorm(x.data(), wp, bp, got.data(), n, 1e-5f);
+        cachet::ops::ref::layernorm(x.data(), wp, bp, want.data(), n, 1e-5f);
+        expect_close(got, want, 1e-5, 1e-5, x,
+                     "layernorm " + std::string(cachet::isa_name(isa)) + " n=" +
+                         std::to_string(n));
+      }
+    }
+  }
+}
+
+TEST(OpsNorm, LayerNormClosedForm) {
+  const float x[4] = {1.0f, 2.0f, 3.0f, 4.0f};  // mean 2.5, variance 1.25
+  float y[4];
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    cachet::ops::layernorm(x, nullptr, nullptr, y, 4, 0.0f);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[i], (x[i] - 2.5) / std::sqrt(1.25), 1e-6);
+  }
+}
+
+TEST(OpsSoftmax, MatchesReferenceAndSumsToOne) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    for (int64_t n : kLengths) {
+      for (float range : {1.0f, 30.0f, 1e4f}) {
+        auto x = random_vec(n, -range, range, 31 + static_cast<uint32_t>(n));
+        auto got = x, want = x;
+        cachet::ops::softmax(got.data(), n);
+        cachet::ops::ref::softmax(want.data(), n);
+        expect_close(got, want, 1e-7, 4e-6, x,
+                     "softmax " + std::string(cachet::isa_name(isa)) + " n=" + std::to_string(n));
+        double s = 0;
+        for (float v : got) s += v;
+        EXPECT_NEAR(s, 1.0, 1e-5);
+      }
+    }
+  }
+}
+
+TEST(OpsSoftmax, MaskedEntries) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    std::vector<float> x(19, ninf);
+    x[3] = 0.0f;
+    x[17] = 0.0f;
+    cachet::ops::softmax(x.data(), 19);
+    for (int i = 0; i < 19; ++i) EXPECT_EQ(x[i], (i == 3 || i == 17) ? 0.5f : 0.0f) << i;
+    std::vector<float> all(9, ninf);
+    cachet::ops::softmax(all.data(), 9);
+    for (float v : all) EXPECT_EQ(v, 0.0f);
+  }
+}
+
+TEST(OpsBlas, ElementwiseExactAndDotAxpyClose) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    const std::string tag(cachet::isa_name(isa));
+    for (int64_t n : kLengths) {
+      const auto a = random_vec(n, -2.0f, 2.0f, 41 + static_cast<uint32_t>(n));
+      const auto b = random_vec(n, -2.0f, 2.0f, 42 + static_cast<uint32_t>(n));
+      std::vector<float> got(n), want(n);
+      cachet::ops::add(a.data(), b.data(), got.data(), n);
+      cachet::ops::ref::add(a.data(), b.data(), want.data(), n);
+      EXPECT_EQ(got, want) << tag << " add n=" << n;
+      cachet::ops::mul(a.data(), b.data(), got.data(), n);
+      cachet::ops::ref::mul(a.data(), b.data(), want.data(), n);
+      EXPECT_EQ(got, want) << tag << " mul n=" << n;
+      cachet::ops::scale(a.data(), -0.37f, got.data(), n);
+      cachet::ops::ref::scale(a.data(), -0.37f, want.data(), n);
+      EXPECT_EQ(got, want) << tag << " scale n=" << n;
+      // In place is allowed for the element-wise ops.
+      auto inplace = a;
+      cachet::ops::add(inplace.data(), b.data(), inplace.data(), n);
+      cachet::ops::ref::add(a.data(), b.data(), want.data(), n);
+      EXPECT_EQ(inplace, want) << tag << " add in place n=" << n;
+
+      got = b;
+      want = b;
+      cachet::ops::axpy(0.73f, a.data(), got.data(), n);
+      cachet::ops::ref::axpy(0.73f, a.data(), want.data(), n);
+      expect_close(got, want, 1e-6, 1e-6, a, tag + " axpy n=" + std::to_string(n));
+
+      double mag = 0;
+      for (int64_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(a[i]) * b[i]);
+      const float d = cachet::ops::dot(a.data(), b.data(), n);
+      const float dr = cachet::ops::ref::dot(a.data(), b.data(), n);
+      EXPECT_NEAR(d, dr, 1e-6 * mag + 1e-7) << tag << " dot n=" << n;
+    }
+  }
+  const float a[3] = {1, 2, 3}, b[3] = {4, 5, 6};
+  EXPECT_EQ(cachet::ops::dot(a, b, 3), 32.0f);
+}
+
+// Values from PyTorch: inv_freq = 1 / (theta ** (arange(0, rot, 2).float() / rot)), angles
+// pos * inv_freq, x * cos + rotate_half(x) * sin (neox); pairs (2j, 2j+1) for interleaved.
+// Input x[i] = i * 0.1 - 0.7 (f32), 16 dims.
+std::vector<float> rope_input() {
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i) x[i] = static_cast<float>(i) * 0.1f - 0.7f;
+  return x;
+}
+
+void expect_rope(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 2e-6) << what << " " << i;
+}
+
+TEST(OpsRope, NeoxMatchesPytorch) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    auto x = rope_input();
+    cachet::ops::rope_neox(x.data(), 16, 7, 10000.0f);
+    expect_rope(x,
+                {-5.934302807e-01f, 1.995781213e-01f, -5.756863952e-01f, -4.780623913e-01f,
+                 -3.342367113e-01f, -2.132314742e-01f, -1.048974693e-01f, -1.770874136e-03f,
+                 -3.845003545e-01f, -6.001404524e-01f, -9.265616536e-02f, 3.024175465e-01f,
+                 4.777927101e-01f, 5.954262614e-01f, 6.992828250e-01f, 7.999980450e-01f},
+                "neox pos 7");
+    x = rope_input();
+    cachet::ops::rope_neox(x.data(), 8, 123, 10000.0f);  // partial: dims 8..15 untouched
+    expect_rope(x,
+                {4.836071730e-01f, -6.314859390e-01f, -7.287001610e-02f, -3.969779909e-01f,
+                 5.883231163e-01f, -3.500756621e-02f, -5.046681762e-01f, -4.907603562e-02f,
+                 1.000000238e-01f, 2.000000477e-01f, 3.000000119e-01f, 4.000000358e-01f,
+                 5.000000596e-01f, 6.000000834e-01f, 6.999999881e-01f, 8.000000119e-01f},
+                "neox partial pos 123");
+    x = rope_input();
+    cachet::ops::rope_neox(x.data(), 16, 4095, 500000.0f);
+    expect_rope(x,
+                {1.459653378e-01f, 3.250665963e-01f, 5.167248845e-01f, 3.925995529e-01f,
+                 -2.823297679e-02f, -6.274418235e-01f, -2.488845289e-01f, -3.377660736e-02f,
+                 6.918772459e-01f, -5.425234437e-01f, -2.701765895e-01f, 4.072659910e-01f,
+                 5.824113488e-01f, 7.947844267e-02f, 6.618583202e-01f, 7.992866635e-01f},
+                "neox pos 4095 theta 5e5");
+  }
+}
+
+TEST(OpsRope, InterleavedMatchesPytorch) {
+  auto x = rope_input();
+  cachet::ops::rope_interleaved(x.data(), 16, 1000, 10000.0f);
+  expect_rope(x,
+              {1.024623513e-01f, -9.162430763e-01f, 5.901738405e-01f, -2.483844459e-01f,
+               -3.599687517e-01f, -2.055406570e-02f, -9.786820412e-02f, -2.053793706e-02f,
+               2.489707619e-02f, -2.222164720e-01f, -2.916623354e-01f, -4.061196148e-01f,
+               -2.347314358e-01f, 7.449169755e-01f, 4.165037274e-01f, 9.780207872e-01f},
+              "interleaved pos 1000");
+}
+
+TEST(OpsRope, PositionZeroIsIdentityAndNormPreserved) {
+  auto x = rope_input();
+  const auto x0 = x;
+  cachet::ops::rope_neox(x.data(), 16, 0, 10000.0f);
+  EXPECT_EQ(x, x0);
+  cachet::ops::rope_interleaved(x.data(), 16, 0, 10000.0f);
+  EXPECT_EQ(x, x0);
+  cachet::ops::rope_interleaved(x.data(), 16, 77, 10000.0f);
+  for (int j = 0; j < 8; ++j) {
+    const double r0 = std::hypot(x0[2 * j], x0[2 * j + 1]);
+    EXPECT_NEAR(std::hypot(x[2 * j], x[2 * j + 1]), r0, 1e-6);
+  }
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    auto y = rope_input(), z = rope_input();
+    cachet::ops::rope_neox(y.data(), 16, 31, 10000.0f);
+    cachet::ops::ref::rope_neox(z.data(), 16, 31, 10000.0f);
+    EXPECT_EQ(y, z);
+  }
+}
+
+TEST(OpsConv, DepthwiseMatchesReferenceAndDefinition) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    for (int64_t C : kLengths) {
+      for (int64_t K : {1, 4, 5}) {
+        for (int64_t T : {1, 6}) {
+          const uint32_t seed = static_cast<uint32_t>(C * 100 + K * 10 + T);
+          const auto hist = random_vec((K - 1) * C, -1.0f, 1.0f, seed);
+          const auto x = random_vec(T * C, -1.0f, 1.0f, seed + 1);
+          const auto w = random_vec(C * K, -1.0f, 1.0f, seed + 2);
+          const auto b = random_vec(C, -1.0f, 1.0f, seed + 3);
+          for (bool with_bias : {false, true}) {
+            const float* bp = with_bias ? b.data() : nullptr;
+            std::vector<float> got(T * C), want(T * C);
+            cachet::ops::conv1d_depthwise(hist.data(), x.data(), w.data(), bp, got.data(), T, C,
+                                          K);
+            cachet::ops::ref::conv1d_depthwise(hist.data(), x.data(), w.data(), bp, want.data(),
+                                               T, C, K);
+            expect_close(got, want, 1e-6, 1e-6, x,
+                         "conv " + std::string(cachet::isa_name(isa)) + " C=" +
+                             std::to_string(C) + " K=" + std::to_string(K));
+            // Straight from the definition, in double.
+            for (int64_t t = 0; t < T; ++t) {
+              for (int64_t c = 0; c < C; ++c) {
+                double s = with_bias ? b[c] : 0.0;
+                for (int64_t k = 0; k < K; ++k) {
+                  const int64_t src = t - (K - 1) + k;
+                  const double u = src < 0 ? hist[(K - 1 + src) * C + c] : x[src * C + c];
+                  s += w[c * K + k] * u;
+                }
+                ASSERT_NEAR(got[t * C + c], s, 1e-5) << "t=" << t << " c=" << c;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(OpsConv, HistoryFeedsFirstSteps) {
+  // K = 3, C = 1: y[0] = w0 h0 + w1 h1 + w2 x0; y[1] = w0 h1 + w1 x0 + w2 x1.
+  const float hist[2] = {1.0f, 2.0f}, x[2] = {3.0f, 4.0f}, w[3] = {10.0f, 100.0f, 1000.0f};
+  float y[2];
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    cachet::ops::conv1d_depthwise(hist, x, w, nullptr, y, 2, 1, 3);
+    EXPECT_EQ(y[0], 10.0f + 200.0f + 3000.0f);
+    EXPECT_EQ(y[1], 20.0f + 300.0f + 4000.0f);
+  }
+}
+
+TEST(OpsIsa, SetIsaRestores) {
+  const Isa before = cachet::active_isa();
+  {
+    IsaScope scope(Isa::Scalar);
+    EXPECT_EQ(cachet::active_isa(), Isa::Scalar);
+  }
+  EXPECT_EQ(cachet::active_isa(), before);
+}
+
+}  // namespace

@@ -1,0 +1,355 @@
+// RecurrentGemma on tiny random models built in memory: prefill / step / chunk agreement,
+// forward_batch, error handling and config/weights validation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cachet/error.h"
+#include "cachet/recurrent_gemma.h"
+#include "cachet/threadpool.h"
+
+namespace cachet {
+namespace {
+
+RecurrentGemmaConfig tiny_config() {
+  RecurrentGemmaConfig c;
+  c.vocab_size = 64;
+  c.hidden_size = 32;
+  c.intermediate_size = 96;
+  c.num_hidden_layers = 4;  // recurrent, recurrent, attention, recurrent
+  c.num_attention_heads = 2;
+  c.num_key_value_heads = 1;
+  c.head_dim = 16;
+  c.lru_width = 32;
+  c.attention_window_size = 5;
+  c.conv1d_width = 4;
+  c.block_types = {"recurrent", "recurrent", "attention"};
+  return c;
+}
+
+std::unique_ptr<LanguageModel> tiny_model(const RecurrentGemmaConfig& c = tiny_config(),
+                                          uint64_t seed = 1) {
+  return make_recurrent_gemma(random_recurrent_gemma_files(c, seed, 0.2f));
+}
+
+std::vector<int32_t> seq(int n, int vocab, int salt = 0) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; ++i) t.push_back((i * 7 + 3 + salt * 13) % vocab);
+  return t;
+}
+
+float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+// Logits of all positions, feeding tokens in chunks of `chunk` (0: all at once).
+std::vector<float> run_chunks(LanguageModel& m, State& st, const std::vector<int32_t>& toks,
+                              size_t chunk) {
+  std::vector<float> all, part;
+  if (chunk == 0) chunk = toks.size();
+  for (size_t s = 0; s < toks.size(); s += chunk) {
+    const size_t n = std::min(chunk, toks.size() - s);
+    m.forward(st, std::span<const int32_t>(toks.data() + s, n), part, true);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+TEST(RecurrentGemma, PrefillStepAndChunksAgree) {
+  auto m = tiny_model();
+  const auto toks = seq(23, 64);  // longer than the window (5)
+  State a = m->new_state();
+  const auto ref = run_chunks(*m, a, toks, 0);
+  EXPECT_EQ(a.position(), 23);
+  ASSERT_EQ(ref.size(), 23u * 64u);
+  for (size_t chunk : {1u, 2u, 3u, 5u, 6u, 7u, 22u}) {
+    State b = m->new_state();
+    const auto got = run_chunks(*m, b, toks, chunk);
+    EXPECT_LE(max_diff(ref, got), 1e-4f) << "chunk " << chunk;
+    EXPECT_EQ(b.position(), 23);
+  }
+  for (float z : ref) {
+    ASSERT_TRUE(std::isfinite(z));
+    ASSERT_LE(std::fabs(z), 30.0f);
+  }
+}
+
+TEST(RecurrentGemma, LastLogitsEqualLastRowOfAll) {
+  auto m = tiny_model();
+  const auto toks = seq(9, 64);
+  State a = m->new_state(), b = m->new_state();
+  std::vector<float> all, last;
+  m->forward(a, toks, all, true);
+  m->forward(b, toks, last, false);
+  ASSERT_EQ(last.size(), 64u);
+  EXPECT_EQ(std::vector<float>(all.end() - 64, all.end()), last);
+}
+
+TEST(RecurrentGemma, LongPrefillBeyondInternalPassSize) {
+  // More rows than one internal pass holds, window larger than the pass.
+  auto c = tiny_config();
+  c.attention_window_size = 300;
+  auto m = tiny_model(c);
+  const auto toks = seq(600, 64);
+  State a = m->new_state(), b = m->new_state();
+  const auto ref = run_chunks(*m, a, toks, 0);
+  const auto got = run_chunks(*m, b, toks, 97);
+  EXPECT_LE(max_diff(ref, got), 1e-4f);
+}
+
+TEST(RecurrentGemma, PositionDependence) {
+  // The same token at different positions gives different logits (RoPE, recurrence).
+  auto m = tiny_model();
+  State st = m->new_state();
+  std::vector<float> l1, l2;
+  m->forward(st, std::vector<int32_t>{5}, l1);
+  m->forward(st, std::vector<int32_t>{5}, l2);
+  EXPECT_GT(max_diff(l1, l2), 1e-4f);
+}
+
+TEST(RecurrentGemma, ForkThenDiverge) {
+  auto m = tiny_model();
+  const auto prefix = seq(8, 64);
+  const auto tail_a = seq(4, 64, 1), tail_b = seq(4, 64, 2);
+  State st = m->new_state();
+  std::vector<float> tmp;
+  m->forward(st, prefix, tmp);
+  State fork = st.fork();
+  EXPECT_EQ(fork.position(), 8);
+  std::vector<float> la, lb;
+  m->forward(st, tail_a, la, true);
+  m->forward(fork, tail_b, lb, true);
+  EXPECT_EQ(st.position(), 12);
+  EXPECT_EQ(fork.position(), 12);
+
+  // Each equals a fresh run over its whole sequence.
+  for (auto [tail, got] : {std::pair{&tail_a, &la}, std::pair{&tail_b, &lb}}) {
+    std::vector<int32_t> full = prefix;
+    full.insert(full.end(), tail->begin(), tail->end());
+    State fresh = m->new_state();
+    std::vector<float> all;
+    m->forward(fresh, full, all, true);
+    std::vector<float> want(all.end() - 4 * 64, all.end());
+    EXPECT_LE(max_diff(want, *got), 1e-4f);
+  }
+  EXPECT_GT(max_diff(la, lb), 1e-3f);
+}
+
+TEST(RecurrentGemma, ResetEqualsFreshState) {
+  auto m = tiny_model();
+  const auto toks = seq(11, 64);
+  State st = m->new_state();
+  std::vector<float> first, again, tmp;
+  m->forward(st, toks, first, true);
+  m->forward(st, seq(3, 64, 5), tmp);
+  st.reset();
+  EXPECT_EQ(st.position(), 0);
+  m->forward(st, toks, again, true);
+  EXPECT_EQ(first, again);
+}
+
+TEST(RecurrentGemma, ForwardBatchEqualsSeparateSteps) {
+  auto m = tiny_model();
+  // Three states at different positions (one past the window).
+  std::vector<State> states;
+  for (int len : {0, 3, 9}) {
+    State st = m->new_state();
+    std::vector<float> tmp;
+    if (len) m->forward(st, seq(len, 64, len), tmp);
+    states.push_back(st);
+  }
+  std::vector<State> copies = states;
+  const std::vector<int32_t> next = {4, 17, 60};
+  std::vector<State*> ptrs;
+  for (auto& s : states) ptrs.push_back(&s);
+  std::vector<float> batch;
+  m->forward_batch(ptrs, next, batch);
+  ASSERT_EQ(batch.size(), 3u * 64u);
+  for (size_t i = 0; i < 3; ++i) {
+    std::vector<float> one;
+    m->forward(copies[i], std::vector<int32_t>{next[i]}, one);
+    std::vector<float> row(batch.begin() + i * 64, batch.begin() + (i + 1) * 64);
+    EXPECT_LE(max_diff(one, row), 1e-4f) << "state " << i;
+    EXPECT_EQ(states[i].position(), copies[i].position());
+  }
+  // Continue both ways for a few more steps.
+  for (int step = 0; step < 6; ++step) {
+    const std::vector<int32_t> tok = {static_cast<int32_t>(step), 33, static_cast<int32_t>(50 - step)};
+    m->forward_batch(ptrs, tok, batch);
+    for (size_t i = 0; i < 3; ++i) {
+      std::vector<float> one;
+      m->forward(copies[i], std::vector<int32_t>{tok[i]}, one);
+      std::vector<float> row(batch.begin() + i * 64, batch.begin() + (i + 1) * 64);
+      EXPECT_LE(max_diff(one, row), 1e-4f) << "state " << i << " step " << step;
+    }
+  }
+}
+
+TEST(RecurrentGemma, ForwardBatchRejectsBadInput) {
+  auto m = tiny_model();
+  State a = m->new_state(), b = m->new_state();
+  std::vector<float> out;
+  std::vector<State*> dup = {&a, &a};
+  EXPECT_THROW(m->forward_batch(dup, std::vector<int32_t>{1, 2}, out), Error);
+  std::vector<State*> two = {&a, &b};
+  EXPECT_THROW(m->forward_batch(two, std::vector<int32_t>{1}, out), Error);
+  EXPECT_THROW(m->forward_batch(two, std::vector<int32_t>{1, 64}, out), Error);
+  EXPECT_EQ(a.position(), 0);
+  EXPECT_EQ(b.position(), 0);
+}
+
+TEST(RecurrentGemma, BadTokensLeaveStateUnchanged) {
+  auto m = tiny_model();
+  State st = m->new_state();
+  std::vector<float> tmp;
+  m->forward(st, seq(6, 64), tmp);
+  State before = st;
+  try {
+    m->forward(st, std::vector<int32_t>{1, 2, 64}, tmp);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("64"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("index 2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("size 64"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(m->forward(st, std::vector<int32_t>{-1}, tmp), Error);
+  EXPECT_THROW(m->forward(st, std::vector<int32_t>{}, tmp), Error);
+  EXPECT_EQ(st.position(), 6);
+  std::vector<float> x, y;
+  m->forward(st, std::vector<int32_t>{9}, x);
+  m->forward(before, std::vector<int32_t>{9}, y);
+  EXPECT_EQ(x, y);
+}
+
+TEST(RecurrentGemma, StateOfAnotherModelIsRejected) {
+  auto m1 = tiny_model(tiny_config(), 1);
+  auto c2 = tiny_config();
+  c2.num_hidden_layers = 3;
+  auto m2 = tiny_model(c2, 1);
+  EXPECT_NE(m1->info().fingerprint, m2->info().fingerprint);
+  State st = m2->new_state();
+  std::vector<float> out;
+  EXPECT_THROW(m1->forward(st, std::vector<int32_t>{1}, out), Error);
+  State empty;
+  EXPECT_THROW(m1->forward(empty, std::vector<int32_t>{1}, out), Error);
+}
+
+TEST(RecurrentGemma, InfoFingerprintIsStable) {
+  auto a = tiny_model(tiny_config(), 1);
+  auto b = tiny_model(tiny_config(), 2);  // other values, same names/types/shapes
+  EXPECT_EQ(a->info().fingerprint, b->info().fingerprint);
+  EXPECT_EQ(a->info().vocab_size, 64);
+  EXPECT_EQ(a->info().arch, "recurrent_gemma");
+  EXPECT_GT(a->info().weight_bytes, 64u * 32u * 4u);
+}
+
+TEST(RecurrentGemma, ThreadCountDoesNotChangeResults) {
+  ThreadPool one(1), three(3);
+  auto c = tiny_config();
+  auto m1 = make_recurrent_gemma(random_recurrent_gemma_files(c, 3, 0.2f), &one);
+  auto m3 = make_recurrent_gemma(random_recurrent_gemma_files(c, 3, 0.2f), &three);
+  State s1 = m1->new_state(), s3 = m3->new_state();
+  const auto toks = seq(13, 64);
+  EXPECT_EQ(run_chunks(*m1, s1, toks, 4), run_chunks(*m3, s3, toks, 4));
+}
+
+// ---------------------------------------------------------------- config / weights errors
+
+std::string load_error(ModelFiles f) {
+  try {
+    make_recurrent_gemma(std::move(f));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RecurrentGemmaConfig, MissingTensorIsNamed) {
+  auto f = random_recurrent_gemma_files(tiny_config(), 1);
+  f.tensors.erase("model.layers.2.temporal_block.k_proj.weight");
+  const auto msg = load_error(std::move(f));
+  EXPECT_NE(msg.find("missing tensor 'model.layers.2.temporal_block.k_proj.weight'"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(RecurrentGemmaConfig, WrongShapeIsNamed) {
+  auto f = random_recurrent_gemma_files(tiny_config(), 1);
+  f.tensors["model.layers.1.temporal_block.rg_lru.input_gate_weight"] =
+      Tensor::zeros(DType::F32, {2, 16, 8});
+  const auto msg = load_error(std::move(f));
+  EXPECT_NE(msg.find("input_gate_weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[2, 16, 8]"), std::string::npos) << msg;
+}
+
+TEST(RecurrentGemmaConfig, UnknownBlockType) {
+  auto f = random_recurrent_gemma_files(tiny_config(), 1);
+  f.config["block_types"] = {"recurrent", "mamba", "attention"};
+  const auto msg = load_error(std::move(f));
+  EXPECT_NE(msg.find("mamba"), std::string::npos) << msg;
+}
+
+TEST(RecurrentGemmaConfig, BlockTypesDisagreeWithTensors) {
+  auto f = random_recurrent_gemma_files(tiny_config(), 1);
+  f.config["block_types"] = {"recurrent", "attention", "recurrent"};
+  EXPECT_NE(load_error(std::move(f)), "");
+}
+
+TEST(RecurrentGemmaConfig, UnderscoreBlockTypesAccepted) {
+  auto f = random_recurrent_gemma_files(tiny_config(), 1);
+  f.config["_block_types"] = f.config["block_types"];
+  f.config.erase("block_types");
+  EXPECT_EQ(load_error(std::move(f)), "");
+}
+
+TEST(RecurrentGemmaConfig, RequiredFields) {
+  for (const char* key : {"intermediate_size", "num_key_value_heads", "vocab_size", "hidden_size",
+                          "block_types"}) {
+    auto f = random_recurrent_gemma_files(tiny_config(), 1);
+    f.config.erase(key);
+    const auto msg = load_error(std::move(f));
+    EXPECT_NE(msg.find(key), std::string::npos) << key << ": " << msg;
+  }
+}
+
+TEST(RecurrentGemmaConfig, VocabMismatchAndExtraLayers) {
+  auto f = random_recurrent_gemma_files(tiny_config(), 1);
+  f.config["vocab_size"] = 65;
+  EXPECT_NE(load_error(std::move(f)).find("embed_tokens"), std::string::npos);
+  auto g = random_recurrent_gemma_files(tiny_config(), 1);
+  g.config["num_hidden_layers"] = 3;
+  EXPECT_NE(load_error(std::move(g)).find("model.layers.3."), std::string::npos);
+}
+
+TEST(RecurrentGemmaConfig, BadValues) {
+  for (auto [key, val] : {std::pair<const char*, nlohmann::json>{"hidden_activation", "relu"},
+                          {"num_key_value_heads", 3},
+                          {"lru_width", 33},
+                          {"attention_window_size", 0},
+                          {"model_type", "gemma"},
+                          {"intermediate_size", "big"}}) {
+    auto f = random_recurrent_gemma_files(tiny_config(), 1);
+    f.config[key] = val;
+    EXPECT_NE(load_error(std::move(f)), "") << key;
+  }
+}
+
+TEST(RecurrentGemmaConfig, RoundTrip) {
+  const auto c = tiny_config();
+  const auto d = RecurrentGemmaConfig::from_json(c.to_json(), "test");
+  EXPECT_EQ(d.to_json(), c.to_json());
+  EXPECT_EQ(d.rot_dim(), 8);
+  EXPECT_TRUE(d.is_attention(2));
+  EXPECT_TRUE(d.is_attention(5));
+  EXPECT_FALSE(d.is_attention(3));
+}
+
+}  // namespace
+}  // namespace cachet

@@ -1,0 +1,14 @@
+// Memory read bandwidth of this machine, as the roofline reference for benchmarks.
+#pragma once
+
+namespace cachet {
+class ThreadPool;
+}
+
+namespace cachet::cli {
+
+// Streaming read over a buffer of at least 1 GiB with every thread of the pool; the best of
+// several passes, in GB/s (1e9 bytes per second).
+double measure_bandwidth_gbs(ThreadPool& pool, double gib = 1.0);
+
+}  // namespace cachet::cli
