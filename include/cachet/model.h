@@ -27,7 +27,7 @@ class StateImpl;  // defined by each model
 // The decoding state of one sequence.
 class State {
  public:
-  State() = default;
+  State();  // an empty state (valid() is false)
   explicit State(std::unique_ptr<StateImpl> impl);
   State(const State& other);             // fork: a deep copy
   State& operator=(const State& other);

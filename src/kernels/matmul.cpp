@@ -50,8 +50,20 @@ void row_to_f32(const MatView& w, int64_t r, float* out) {
   }
 }
 
-void matmul_scalar(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
-  pool.run([&](int i, int k) {
+struct ScalarJob {
+  const MatView& w;
+  const float* x;
+  int64_t n;
+  float* y;
+};
+
+void matmul_scalar(const MatView& w_, const float* x_, int64_t n_, float* y_, ThreadPool& pool) {
+  const ScalarJob job{w_, x_, n_, y_};
+  pool.run([&job](int i, int k) {  // one captured reference: no allocation per call
+    const MatView& w = job.w;
+    const float* x = job.x;
+    const int64_t n = job.n;
+    float* y = job.y;
     int64_t r0, r1;
     ThreadPool::split(w.rows, 1, i, k, &r0, &r1);
     if (r0 >= r1) return;

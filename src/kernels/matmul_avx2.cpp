@@ -43,18 +43,22 @@ inline __m256i lanes(int64_t count) {
 
 template <int NB>
 void kern(const float* wp, const float* x, int64_t ldx, int64_t kc, float* y, int64_t ldy,
-          __m256i m0, __m256i m1, bool accumulate) {
+          int64_t nr, bool accumulate) {
   __m256 a0[NB], a1[NB];
+#pragma GCC unroll 16
   for (int j = 0; j < NB; ++j) a0[j] = a1[j] = _mm256_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
     const __m256 w0 = _mm256_loadu_ps(wp + k * kPanel);
     const __m256 w1 = _mm256_loadu_ps(wp + k * kPanel + 8);
-    for (int j = 0; j < NB; ++j) {
+#pragma GCC unroll 16
+  for (int j = 0; j < NB; ++j) {
       const __m256 xb = _mm256_broadcast_ss(x + j * ldx + k);
       a0[j] = _mm256_fmadd_ps(w0, xb, a0[j]);
       a1[j] = _mm256_fmadd_ps(w1, xb, a1[j]);
     }
   }
+  const __m256i m0 = lanes(nr), m1 = lanes(nr - 8);
+#pragma GCC unroll 16
   for (int j = 0; j < NB; ++j) {
     float* yj = y + j * ldy;
     if (accumulate) {
@@ -66,8 +70,8 @@ void kern(const float* wp, const float* x, int64_t ldx, int64_t kc, float* y, in
   }
 }
 
-using Kern = void (*)(const float*, const float*, int64_t, int64_t, float*, int64_t, __m256i,
-                      __m256i, bool);
+using Kern = void (*)(const float*, const float*, int64_t, int64_t, float*, int64_t, int64_t,
+                      bool);
 template <int... I>
 constexpr std::array<Kern, sizeof...(I)> table(std::integer_sequence<int, I...>) {
   return {&kern<I + 1>...};
@@ -144,14 +148,13 @@ void run_units(const Plan& p, int64_t u0, int64_t u1) {
   for (int64_t u = u0; u < u1; ++u) {
     const int64_t r0 = (u / p.nchunks) * kPanel;
     const int64_t n0 = (u % p.nchunks) * p.chunk, n1 = std::min(p.n, n0 + p.chunk);
-    const __m256i m0 = lanes(w.rows - r0), m1 = lanes(w.rows - r0 - 8);
     for (int64_t k0 = 0; k0 < cols; k0 += kKc) {
       const int64_t kc = std::min(kKc, cols - k0);
       pack(w, r0, k0, kc, s.wf.data(), s.row.data());
       for (int64_t j = n0; j < n1; j += kNb) {
         const int nb = static_cast<int>(std::min<int64_t>(kNb, n1 - j));
         kKernels[nb - 1](s.wf.data(), p.x + j * cols + k0, cols, kc, p.y + j * w.rows + r0,
-                         w.rows, m0, m1, k0 > 0);
+                         w.rows, w.rows - r0, k0 > 0);
       }
     }
   }
@@ -160,16 +163,17 @@ void run_units(const Plan& p, int64_t u0, int64_t u1) {
 }  // namespace
 
 void matmul_avx2(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  // The pool's jobs capture only the plan (one reference), so no call allocates.
+  Plan p{&w, x, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
   if (n <= kDirectMaxN) {
-    pool.run([&](int i, int k) {
+    pool.run([&p](int i, int k) {
       int64_t r0, r1;
-      ThreadPool::split(w.rows, 8, i, k, &r0, &r1);
-      if (r0 < r1) run_direct(w, x, n, y, r0, r1);
+      ThreadPool::split(p.w->rows, 8, i, k, &r0, &r1);
+      if (r0 < r1) run_direct(*p.w, p.x, p.n, p.y, r0, r1);
     });
     return;
   }
   const int64_t threads = pool.size();
-  Plan p{&w, x, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
   if (p.panels < 4 * threads) {  // too few panels to share: also split the activation rows
     const int64_t want = (4 * threads + p.panels - 1) / p.panels;
     const int64_t most = std::max<int64_t>(1, n / (8 * kNb));
@@ -177,10 +181,9 @@ void matmul_avx2(const MatView& w, const float* x, int64_t n, float* y, ThreadPo
     p.chunk = ((n + chunks - 1) / chunks + kNb - 1) / kNb * kNb;
     p.nchunks = (n + p.chunk - 1) / p.chunk;
   }
-  const int64_t units = p.panels * p.nchunks;
-  pool.run([&](int i, int k) {
+  pool.run([&p](int i, int k) {
     int64_t u0, u1;
-    ThreadPool::split(units, 1, i, k, &u0, &u1);
+    ThreadPool::split(p.panels * p.nchunks, 1, i, k, &u0, &u1);
     run_units(p, u0, u1);
   });
 }

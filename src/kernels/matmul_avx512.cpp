@@ -56,16 +56,19 @@ template <int NB>
 void kern_f32(const float* wp, const float* x, int64_t ldx, int64_t kc, float* y, int64_t ldy,
               __mmask16 m0, __mmask16 m1, bool accumulate) {
   __m512 a0[NB], a1[NB];
+#pragma GCC unroll 16
   for (int j = 0; j < NB; ++j) a0[j] = a1[j] = _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 w0 = _mm512_loadu_ps(wp + k * kPanel);
     const __m512 w1 = _mm512_loadu_ps(wp + k * kPanel + 16);
-    for (int j = 0; j < NB; ++j) {
+#pragma GCC unroll 16
+  for (int j = 0; j < NB; ++j) {
       const __m512 xb = _mm512_set1_ps(x[j * ldx + k]);
       a0[j] = _mm512_fmadd_ps(w0, xb, a0[j]);
       a1[j] = _mm512_fmadd_ps(w1, xb, a1[j]);
     }
   }
+#pragma GCC unroll 16
   for (int j = 0; j < NB; ++j) {
     float* yj = y + j * ldy;
     if (accumulate) {
@@ -81,12 +84,14 @@ template <int NB>
 void kern_bf16(const uint32_t* wp, const uint16_t* x, int64_t ldx, int64_t kc, float* y,
                int64_t ldy, __mmask16 m0, __mmask16 m1, bool accumulate) {
   __m512 a0[NB], a1[NB];
+#pragma GCC unroll 16
   for (int j = 0; j < NB; ++j) a0[j] = a1[j] = _mm512_setzero_ps();
   const int64_t pairs = kc / 2;
   for (int64_t p = 0; p < pairs; ++p) {
     const __m512bh w0 = (__m512bh)_mm512_loadu_si512(wp + p * kPanel);
     const __m512bh w1 = (__m512bh)_mm512_loadu_si512(wp + p * kPanel + 16);
-    for (int j = 0; j < NB; ++j) {
+#pragma GCC unroll 16
+  for (int j = 0; j < NB; ++j) {
       uint32_t v;
       std::memcpy(&v, x + j * ldx + 2 * p, 4);
       const __m512bh xb = (__m512bh)_mm512_set1_epi32(static_cast<int>(v));
@@ -94,6 +99,7 @@ void kern_bf16(const uint32_t* wp, const uint16_t* x, int64_t ldx, int64_t kc, f
       a1[j] = _mm512_dpbf16_ps(a1[j], w1, xb);
     }
   }
+#pragma GCC unroll 16
   for (int j = 0; j < NB; ++j) {
     float* yj = y + j * ldy;
     if (accumulate) {
@@ -201,7 +207,7 @@ void run_direct(const MatView& w, const float* x, int64_t n, float* y, int64_t r
 struct Plan {
   const MatView* w;
   const float* x;
-  const uint16_t* xb;  // bf16 activations (quantized weights), else null
+  uint16_t* xb;  // bf16 activations (quantized weights), else null
   int64_t n;
   float* y;
   int64_t panels, chunk, nchunks;
@@ -252,16 +258,17 @@ void to_bf16_rows(const float* x, uint16_t* xb, int64_t cols, int64_t j0, int64_
 }  // namespace
 
 void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  // The pool's jobs capture only the plan (one reference), so no call allocates.
+  Plan p{&w, x, nullptr, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
   if (n <= kDirectMaxN) {
-    pool.run([&](int i, int k) {
+    pool.run([&p](int i, int k) {
       int64_t r0, r1;
-      ThreadPool::split(w.rows, 16, i, k, &r0, &r1);
-      if (r0 < r1) run_direct(w, x, n, y, r0, r1);
+      ThreadPool::split(p.w->rows, 16, i, k, &r0, &r1);
+      if (r0 < r1) run_direct(*p.w, p.x, p.n, p.y, r0, r1);
     });
     return;
   }
   const int64_t threads = pool.size();
-  Plan p{&w, x, nullptr, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
   if (p.panels < 4 * threads) {  // too few panels to share: also split the activation rows
     const int64_t want = (4 * threads + p.panels - 1) / p.panels;
     const int64_t most = std::max<int64_t>(1, n / (4 * kNb));
@@ -272,18 +279,16 @@ void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, Thread
   if (!is_float_type(w.type)) {
     thread_local std::vector<uint16_t> xb;
     grow(xb, n * w.cols);
-    uint16_t* xbp = xb.data();
-    pool.run([&](int i, int k) {
+    p.xb = xb.data();
+    pool.run([&p](int i, int k) {
       int64_t j0, j1;
-      ThreadPool::split(n, 1, i, k, &j0, &j1);
-      to_bf16_rows(x, xbp, w.cols, j0, j1);
+      ThreadPool::split(p.n, 1, i, k, &j0, &j1);
+      to_bf16_rows(p.x, p.xb, p.w->cols, j0, j1);
     });
-    p.xb = xbp;
   }
-  const int64_t units = p.panels * p.nchunks;
-  pool.run([&](int i, int k) {
+  pool.run([&p](int i, int k) {
     int64_t u0, u1;
-    ThreadPool::split(units, 1, i, k, &u0, &u1);
+    ThreadPool::split(p.panels * p.nchunks, 1, i, k, &u0, &u1);
     run_units(p, u0, u1);
   });
 }

@@ -1,9 +1,221 @@
-// AVX-512 matvec kernels: the 256-bit kernels built with VNNI dot products.
+// AVX-512 matvec kernels: 512-bit kernels for the most used weight types (F32, F16, BF16, Q8_0,
+// Q4_K, Q6_K); the other types use the 256-bit kernels built with VNNI dot products.
 #define CACHET_VECDOT_VNNI 1
 #include "kernels/vecdot_256.h"
 
 namespace cachet::kern {
+namespace {
 
-Kernel avx512_kernel(DType t) { return kernel_256(t); }
+inline float hsum16(__m512 v) {
+  return hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+inline __m512i loadu512(const void* p) { return _mm512_loadu_si512(p); }
+// [a | b] from two 256-bit loads.
+inline __m512i load2x256(const void* a, const void* b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(a)), loadu256(b), 1);
+}
+
+// ---- plain element types ------------------------------------------------------------------
+
+struct L512F32 {
+  static constexpr int kSize = 4;
+  static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
+};
+struct L512F16 {
+  static constexpr int kSize = 2;
+  static __m512 load(const uint8_t* p) { return _mm512_cvtph_ps(loadu256(p)); }
+};
+struct L512BF16 {
+  static constexpr int kSize = 2;
+  static __m512 load(const uint8_t* p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(loadu256(p)), 16));
+  }
+};
+
+// L512 for the 16-wide body, L256 for the rest (the same per-element values).
+template <typename L512, typename L256>
+struct KFloat512 {
+  template <int NR>
+  static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
+    const float* xf = x.f32;
+    __m512 acc[NR][2];
+    for (int r = 0; r < NR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+      const __m512 x0 = _mm512_loadu_ps(xf + i), x1 = _mm512_loadu_ps(xf + i + 16);
+      for (int r = 0; r < NR; ++r) {
+        acc[r][0] = _mm512_fmadd_ps(L512::load(rp[r] + i * L512::kSize), x0, acc[r][0]);
+        acc[r][1] = _mm512_fmadd_ps(L512::load(rp[r] + (i + 16) * L512::kSize), x1, acc[r][1]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) {
+      float s = hsum16(_mm512_add_ps(acc[r][0], acc[r][1]));
+      for (int64_t j = i; j < n; ++j) s += L256::one(rp[r] + j * L256::kSize) * xf[j];
+      out[r] = s;
+    }
+  }
+};
+
+// ---- Q8_0: two blocks per 512-bit vector ---------------------------------------------------
+
+struct KQ8_0_512 {
+  template <int NR>
+  static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
+    const int64_t nb = n / 32;
+    const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
+    // words 0 and 17 of a 64-byte load at a block pair: the two f16 scales
+    const __m512i didx = _mm512_set_epi16(17, 17, 17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          17, 17, 17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512 acc[NR];
+    for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const __m512i xv = loadu512(x.qs + 32 * b);
+      // (w + 128) * x summed, minus 128 * sum(x) per block (lanes 0 and 8)
+      const __m512i corr = _mm512_inserti32x4(
+          _mm512_zextsi128_si512(_mm_cvtsi32_si128(-128 * x.isum[b])),
+          _mm_cvtsi32_si128(-128 * x.isum[b + 1]), 2);
+      const __m512 dx = _mm512_insertf32x8(_mm512_set1_ps(x.d[b]), _mm256_set1_ps(x.d[b + 1]), 1);
+      for (int r = 0; r < NR; ++r) {
+        const block_q8_0* bl = blocks<block_q8_0>(rp[r]) + b;
+        const __m512i w = _mm512_xor_si512(load2x256(bl[0].qs, bl[1].qs), k80);
+        const __m512i p = _mm512_dpbusd_epi32(corr, w, xv);
+        const __m512 dw = _mm512_cvtph_ps(
+            _mm512_castsi512_si256(_mm512_permutexvar_epi16(didx, loadu512(bl))));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dx), acc[r]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) {
+      float s = hsum16(acc[r]);
+      if (b < nb) {  // odd last block
+        const block_q8_0* bl = blocks<block_q8_0>(rp[r]) + b;
+        const __m256i wv = loadu256(bl->qs), xv = loadu256(x.qs + 32 * b);
+        const __m256i p =
+            dot_us(_mm256_setzero_si256(), _mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
+        s += hsum8(_mm256_cvtepi32_ps(p)) * (h2f(bl->d) * x.d[b]);
+      }
+      out[r] = s;
+    }
+  }
+};
+
+// ---- Q4_K ---------------------------------------------------------------------------------
+
+struct KQ4K_512 {
+  template <int NR>
+  static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
+    const int64_t nb = n / 256;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    // word k of each index: which of the 8 scales multiplies word k of a product
+    // (low nibbles of 64 bytes: sub-blocks 4c+0 | 4c+2, high nibbles: 4c+1 | 4c+3)
+    __m512i sidx[4];
+    for (int c = 0; c < 2; ++c)
+      for (int h = 0; h < 2; ++h) {
+        const short a = static_cast<short>(4 * c + h), bb = static_cast<short>(4 * c + h + 2);
+        sidx[2 * c + h] = _mm512_inserti64x4(_mm512_set1_epi16(a), _mm256_set1_epi16(bb), 1);
+      }
+    __m512 acc[NR];
+    __m128 macc[NR];
+    for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps(), macc[r] = _mm_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const int8_t* xq = x.qs + 256 * i;
+      __m512i xv[4];
+      for (int c = 0; c < 2; ++c) {
+        xv[2 * c] = load2x256(xq + 128 * c, xq + 128 * c + 64);
+        xv[2 * c + 1] = load2x256(xq + 128 * c + 32, xq + 128 * c + 96);
+      }
+      const __m128i bs16 =
+          _mm_hadd_epi16(loadu128(x.bsums + 16 * i), loadu128(x.bsums + 16 * i + 8));
+      const float dx = x.d[i];
+      for (int r = 0; r < NR; ++r) {
+        const block_q4_K* bl = blocks<block_q4_K>(rp[r]) + i;
+        const __m128i sc_mn = k4_scales(bl->scales);
+        const __m512i sc = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sc_mn));
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(sc_mn, 8));
+        __m512i isum = _mm512_setzero_si512();
+        for (int c = 0; c < 2; ++c) {
+          const __m512i q = loadu512(bl->qs + 64 * c);
+          const __m512i lo = _mm512_and_si512(q, m4);
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(lo, xv[2 * c]),
+                                     _mm512_permutexvar_epi16(sidx[2 * c], sc));
+          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(hi, xv[2 * c + 1]),
+                                     _mm512_permutexvar_epi16(sidx[2 * c + 1], sc));
+        }
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h2f(bl->d) * dx), acc[r]);
+        macc[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(mins, bs16)),
+                               _mm_set1_ps(h2f(bl->dmin) * dx), macc[r]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) out[r] = hsum16(acc[r]) - hsum4(macc[r]);
+  }
+};
+
+// ---- Q6_K ---------------------------------------------------------------------------------
+
+struct KQ6K_512 {
+  template <int NR>
+  static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
+    const int64_t nb = n / 256;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    // qh bits for the low nibbles: bytes 0..31 bits 0-1, bytes 32..63 bits 2-3 -> bits 4-5
+    const __m512i sh_lo = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    // for the high nibbles: bits 4-5 stay, bits 6-7 -> bits 4-5
+    const __m512i sh_hi = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+    // 16-value sub-block k of a 64-value product uses scale 4 * part + k
+    __m512i sidx[4];
+    for (int part = 0; part < 4; ++part) {
+      alignas(64) int16_t idx[32];
+      for (int w = 0; w < 32; ++w) idx[w] = static_cast<int16_t>(4 * part + w / 8);
+      sidx[part] = _mm512_load_si512(idx);
+    }
+    __m512 acc[NR];
+    for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const int8_t* xq = x.qs + 256 * i;
+      const __m256i bs = loadu256(x.bsums + 16 * i);
+      const float dx = x.d[i];
+      for (int r = 0; r < NR; ++r) {
+        const block_q6_K* bl = blocks<block_q6_K>(rp[r]) + i;
+        const __m256i sc16 = _mm256_cvtepi8_epi16(loadu128(bl->scales));
+        const __m512i sc = _mm512_castsi256_si512(sc16);
+        __m512i isum = _mm512_setzero_si512();
+        for (int h = 0; h < 2; ++h) {
+          const __m512i ql = loadu512(bl->ql + 64 * h);
+          const __m512i qh = _mm512_broadcast_i64x4(loadu256(bl->qh + 32 * h));
+          // (A & 0x0F already) | (B & C): ternary logic 0xF8
+          const __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, m4),
+                                                       _mm512_sllv_epi16(qh, sh_lo), m30, 0xF8);
+          const __m512i hi =
+              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                        _mm512_srlv_epi16(qh, sh_hi), m30, 0xF8);
+          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(lo, loadu512(xq + 128 * h)),
+                                     _mm512_permutexvar_epi16(sidx[2 * h], sc));
+          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(hi, loadu512(xq + 128 * h + 64)),
+                                     _mm512_permutexvar_epi16(sidx[2 * h + 1], sc));
+        }
+        // offset -32: subtract 32 * sum_s scale[s] * bsums[s]
+        const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5);
+        isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(corr));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h2f(bl->d) * dx), acc[r]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) out[r] = hsum16(acc[r]);
+  }
+};
+
+}  // namespace
+
+Kernel avx512_kernel(DType t) {
+  switch (t) {
+    case DType::F32: return {rows_tiled<KFloat512<L512F32, LoadF32>, 4>, XKind::F32};
+    case DType::F16: return {rows_tiled<KFloat512<L512F16, LoadF16>, 4>, XKind::F32};
+    case DType::BF16: return {rows_tiled<KFloat512<L512BF16, LoadBF16>, 4>, XKind::F32};
+    case DType::Q8_0: return {rows_tiled<KQ8_0_512, 4>, XKind::Q8_32};
+    case DType::Q4_K: return {rows_tiled<KQ4K_512, 2>, XKind::Q8_K};
+    case DType::Q6_K: return {rows_tiled<KQ6K_512, 2>, XKind::Q8_K};
+    default: return kernel_256(t);
+  }
+}
 
 }  // namespace cachet::kern

@@ -1,15 +1,19 @@
 // Run-time dispatch of the element-wise ops to AVX-512, AVX2 or the scalar reference.
-#include "cachet/cpu.h"
 #include "cachet/ops.h"
+
+#include "cachet/cpu.h"
 #include "kernels/ops_simd.h"
 
 namespace cachet::ops {
 
-#define CACHET_OPS_DISPATCH(fn, ...)                                      \
-  switch (active_isa()) {                                                 \
-    case Isa::Avx512: return avx512::fn(__VA_ARGS__);                     \
-    case Isa::Avx2: return avx2::fn(__VA_ARGS__);                         \
-    default: return ref::fn(__VA_ARGS__);                                 \
+#define CACHET_OPS_DISPATCH(fn, ...)  \
+  switch (active_isa()) {             \
+    case Isa::Avx512:                 \
+      return avx512::fn(__VA_ARGS__); \
+    case Isa::Avx2:                   \
+      return avx2::fn(__VA_ARGS__);   \
+    default:                          \
+      return ref::fn(__VA_ARGS__);    \
   }
 
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps, bool one_plus) {
@@ -18,18 +22,42 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps, boo
 void layernorm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps) {
   CACHET_OPS_DISPATCH(layernorm, x, w, b, y, n, eps)
 }
-void softmax(float* x, int64_t n) { CACHET_OPS_DISPATCH(softmax, x, n) }
-void gelu(const float* x, float* y, int64_t n) { CACHET_OPS_DISPATCH(gelu, x, y, n) }
-void gelu_tanh(const float* x, float* y, int64_t n) { CACHET_OPS_DISPATCH(gelu_tanh, x, y, n) }
-void silu(const float* x, float* y, int64_t n) { CACHET_OPS_DISPATCH(silu, x, y, n) }
-void softplus(const float* x, float* y, int64_t n) { CACHET_OPS_DISPATCH(softplus, x, y, n) }
-void sigmoid(const float* x, float* y, int64_t n) { CACHET_OPS_DISPATCH(sigmoid, x, y, n) }
-void exp(const float* x, float* y, int64_t n) { CACHET_OPS_DISPATCH(exp, x, y, n) }
-void add(const float* a, const float* b, float* y, int64_t n) { CACHET_OPS_DISPATCH(add, a, b, y, n) }
-void mul(const float* a, const float* b, float* y, int64_t n) { CACHET_OPS_DISPATCH(mul, a, b, y, n) }
-void scale(const float* x, float s, float* y, int64_t n) { CACHET_OPS_DISPATCH(scale, x, s, y, n) }
-float dot(const float* a, const float* b, int64_t n) { CACHET_OPS_DISPATCH(dot, a, b, n) }
-void axpy(float a, const float* x, float* y, int64_t n) { CACHET_OPS_DISPATCH(axpy, a, x, y, n) }
+void softmax(float* x, int64_t n) {
+  CACHET_OPS_DISPATCH(softmax, x, n)
+}
+void gelu(const float* x, float* y, int64_t n) {
+  CACHET_OPS_DISPATCH(gelu, x, y, n)
+}
+void gelu_tanh(const float* x, float* y, int64_t n) {
+  CACHET_OPS_DISPATCH(gelu_tanh, x, y, n)
+}
+void silu(const float* x, float* y, int64_t n) {
+  CACHET_OPS_DISPATCH(silu, x, y, n)
+}
+void softplus(const float* x, float* y, int64_t n) {
+  CACHET_OPS_DISPATCH(softplus, x, y, n)
+}
+void sigmoid(const float* x, float* y, int64_t n) {
+  CACHET_OPS_DISPATCH(sigmoid, x, y, n)
+}
+void exp(const float* x, float* y, int64_t n) {
+  CACHET_OPS_DISPATCH(exp, x, y, n)
+}
+void add(const float* a, const float* b, float* y, int64_t n) {
+  CACHET_OPS_DISPATCH(add, a, b, y, n)
+}
+void mul(const float* a, const float* b, float* y, int64_t n) {
+  CACHET_OPS_DISPATCH(mul, a, b, y, n)
+}
+void scale(const float* x, float s, float* y, int64_t n) {
+  CACHET_OPS_DISPATCH(scale, x, s, y, n)
+}
+float dot(const float* a, const float* b, int64_t n) {
+  CACHET_OPS_DISPATCH(dot, a, b, n)
+}
+void axpy(float a, const float* x, float* y, int64_t n) {
+  CACHET_OPS_DISPATCH(axpy, a, x, y, n)
+}
 
 // Rotary embeddings are small and must match the reference bit for bit: one implementation.
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta) {

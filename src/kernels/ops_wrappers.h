@@ -7,13 +7,27 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps, boo
 void layernorm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps) {
   K::layernorm(x, w, b, y, n, eps);
 }
-void softmax(float* x, int64_t n) { K::softmax(x, n); }
-void gelu(const float* x, float* y, int64_t n) { K::map(x, y, n, K::gelu1); }
-void gelu_tanh(const float* x, float* y, int64_t n) { K::map(x, y, n, K::gelu_tanh1); }
-void silu(const float* x, float* y, int64_t n) { K::map(x, y, n, K::silu1); }
-void softplus(const float* x, float* y, int64_t n) { K::map(x, y, n, K::softplus1); }
-void sigmoid(const float* x, float* y, int64_t n) { K::map(x, y, n, K::sigmoid1); }
-void exp(const float* x, float* y, int64_t n) { K::map(x, y, n, K::vexp); }
+void softmax(float* x, int64_t n) {
+  K::softmax(x, n);
+}
+void gelu(const float* x, float* y, int64_t n) {
+  K::map(x, y, n, K::gelu1);
+}
+void gelu_tanh(const float* x, float* y, int64_t n) {
+  K::map(x, y, n, K::gelu_tanh1);
+}
+void silu(const float* x, float* y, int64_t n) {
+  K::map(x, y, n, K::silu1);
+}
+void softplus(const float* x, float* y, int64_t n) {
+  K::map(x, y, n, K::softplus1);
+}
+void sigmoid(const float* x, float* y, int64_t n) {
+  K::map(x, y, n, K::sigmoid1);
+}
+void exp(const float* x, float* y, int64_t n) {
+  K::map(x, y, n, K::vexp);
+}
 void add(const float* a, const float* b, float* y, int64_t n) {
   K::map2(a, b, y, n, [](K::F u, K::F v) { return K::Vec::add(u, v); });
 }
@@ -24,8 +38,12 @@ void scale(const float* x, float s, float* y, int64_t n) {
   const K::F sv = K::Vec::set1(s);
   K::map(x, y, n, [sv](K::F u) { return K::Vec::mul(u, sv); });
 }
-float dot(const float* a, const float* b, int64_t n) { return K::dot(a, b, n); }
-void axpy(float a, const float* x, float* y, int64_t n) { K::axpy(a, x, y, n); }
+float dot(const float* a, const float* b, int64_t n) {
+  return K::dot(a, b, n);
+}
+void axpy(float a, const float* x, float* y, int64_t n) {
+  K::axpy(a, x, y, n);
+}
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,
                       int64_t T, int64_t C, int64_t K_) {
   if (K_ > K::kMaxTaps) return ref::conv1d_depthwise(hist, x, w, b, y, T, C, K_);

@@ -33,6 +33,14 @@ inline int nearest_int(float v) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
+// roundf for |v| < 2^22 (ties away from zero), without a library call.
+inline int round_away(float v) {
+  const float a = std::fabs(v);
+  int i = static_cast<int>(a);
+  i += (a - static_cast<float>(i)) >= 0.5f ? 1 : 0;
+  return v < 0 ? -i : i;
+}
+
 inline float h2f(half_t h) {
   return f16_to_f32(h);
 }
@@ -380,7 +388,7 @@ void q_q8_0(const float* x, void* dst, int64_t nb) {
     const float id = d != 0.f ? 1.0f / d : 0.0f;
     block_q8_0 b;
     b.d = f2h(d);
-    for (int j = 0; j < QK8_0; ++j) b.qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+    for (int j = 0; j < QK8_0; ++j) b.qs[j] = static_cast<int8_t>(round_away(x[j] * id));
     store_block(dst, i, b);
   }
 }
@@ -395,7 +403,7 @@ void q_q8_1(const float* x, void* dst, int64_t nb) {
     b.d = f2h(d);
     int sum = 0;
     for (int j = 0; j < QK8_1; ++j) {
-      b.qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+      b.qs[j] = static_cast<int8_t>(round_away(x[j] * id));
       sum += b.qs[j];
     }
     b.s = f2h(static_cast<float>(sum) * d);
@@ -845,12 +853,20 @@ void q_q6_k(const float* x, void* dst, int64_t nb) {
 void q_q8_k(const float* x, void* dst, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += QK_K) {
     block_q8_K b;
-    float max = 0, amax = 0;
+    // The value of largest magnitude (the first one on ties), found in two vectorizable passes.
+    float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int j = 0; j < QK_K; j += 8) {
+      for (int k = 0; k < 8; ++k) {
+        const float ax = std::fabs(x[j + k]);
+        lane[k] = ax > lane[k] ? ax : lane[k];
+      }
+    }
+    float amax = 0, max = 0;
+    for (float v : lane) amax = v > amax ? v : amax;
     for (int j = 0; j < QK_K; ++j) {
-      const float ax = std::fabs(x[j]);
-      if (ax > amax) {
-        amax = ax;
+      if (std::fabs(x[j]) == amax) {
         max = x[j];
+        break;
       }
     }
     if (amax == 0.f) {

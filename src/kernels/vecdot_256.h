@@ -197,15 +197,17 @@ struct KQ32 {
 
 // ---- K-quants against Q8_K x -------------------------------------------------------------
 
-// The 8 six-bit scales and mins of a Q4_K / Q5_K block: bytes 0..7 scales, 8..15 mins.
-inline void k4_scales(const uint8_t* s, uint32_t out[4]) {
-  constexpr uint32_t m1 = 0x3f3f3f3f, m2 = 0x0f0f0f0f, m3 = 0x03030303;
-  uint32_t a[3];
-  std::memcpy(a, s, 12);
-  out[0] = a[0] & m1;
-  out[1] = (a[2] & m2) | (((a[0] >> 6) & m3) << 4);
-  out[2] = a[1] & m1;
-  out[3] = ((a[2] >> 4) & m2) | (((a[1] >> 6) & m3) << 4);
+// The 8 six-bit scales and mins of a Q4_K / Q5_K block (12 bytes at s, 16 readable): bytes
+// 0..7 of the result are the scales, 8..15 the mins.
+inline __m128i k4_scales(const uint8_t* s) {
+  const __m128i a = loadu128(s);                        // a0 a1 a2 (a3 unused)
+  const __m128i p = _mm_shuffle_epi32(a, 0x98);         // a0 a2 a1 a2
+  const __m128i q = _mm_shuffle_epi32(a, 0x50);         // a0 a0 a1 a1
+  const __m128i low = _mm_and_si128(_mm_srlv_epi32(p, _mm_setr_epi32(0, 0, 0, 4)),
+                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m128i high = _mm_and_si128(_mm_slli_epi32(_mm_srli_epi32(q, 6), 4),
+                                     _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(low, high);  // scales 0-3, 4-7, mins 0-3, 4-7
 }
 
 // Broadcast of 16-bit word k of each 128-bit lane.
@@ -231,10 +233,9 @@ struct KQ45K {
       for (int j = 0; j < 8; ++j) xv[j] = loadu256(xq + 32 * j);
       for (int r = 0; r < NR; ++r) {
         const B* bl = blocks<B>(rp[r]) + i;
-        uint32_t sm[4];
-        k4_scales(bl->scales, sm);
-        const __m128i mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sm[3]), static_cast<int>(sm[2])));
-        const __m128i sc128 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sm[1]), static_cast<int>(sm[0])));
+        const __m128i sm = k4_scales(bl->scales);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+        const __m128i sc128 = _mm_cvtepu8_epi16(sm);
         const __m256i sc = _mm256_set_m128i(sc128, sc128);
         __m256i hb;
         if constexpr (kBits == 5) hb = loadu256(bl->qh);

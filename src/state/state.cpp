@@ -12,6 +12,7 @@ const StateImpl& need(const std::unique_ptr<StateImpl>& impl) {
 }
 }  // namespace
 
+State::State() = default;
 State::State(std::unique_ptr<StateImpl> impl) : impl_(std::move(impl)) {}
 
 State::State(const State& other) : impl_(other.impl_ ? other.impl_->clone() : nullptr) {}

@@ -206,6 +206,32 @@ def lru_scan_parallel(log_a, x, chunk=16):
     return torch.cat(out, dim=1)
 
 
+def lru_scan_cumsum(log_a, x, chunk=8):
+    """Same recurrence, cheaper (O(T R) memory) for training: within a chunk of C steps
+    h_t = exp(L_t) (h_in + sum_{s<=t} exp(-L_s) x_s), L the cumulative sum of log a from the
+    chunk start, then the chunk-end states are carried over chunks. Needs -L <= ~85 within a
+    chunk, i.e. log a >= -85 / C per step (asserted)."""
+    B, T, R = x.shape
+    if float(log_a.detach().min()) < -80.0 / chunk:
+        raise ValueError("lru_scan_cumsum: decay too fast for the chunk size")
+    pad = (-T) % chunk
+    if pad:
+        log_a = torch.cat([log_a, torch.zeros_like(log_a[:, :pad])], dim=1)
+        x = torch.cat([x, torch.zeros_like(x[:, :pad])], dim=1)
+    n = (T + pad) // chunk
+    L = torch.cumsum(log_a.reshape(B, n, chunk, R), dim=2)
+    inner = torch.exp(L) * torch.cumsum(torch.exp(-L) * x.reshape(B, n, chunk, R), dim=2)
+    decay = torch.exp(L)  # from the chunk start to each position, <= 1
+    h = torch.zeros_like(x[:, 0])
+    carried = []
+    for k in range(n):
+        carried.append(h)
+        h = inner[:, k, -1] + decay[:, k, -1] * h
+    carry = torch.stack(carried, dim=1)  # state entering each chunk [B, n, R]
+    out = inner + decay * carry[:, :, None, :]
+    return out.reshape(B, n * chunk, R)[:, :T]
+
+
 def rg_lru(c, p, cfg, scan="sequential"):
     """RG-LRU over c [B, T, R] for a sequence starting at position 0."""
     H = cfg.num_attention_heads
@@ -223,6 +249,8 @@ def rg_lru(c, p, cfg, scan="sequential"):
         return lru_scan_sequential(a, x_hat)
     # With h_{-1} = 0 the value of a_0 does not matter; use log a_0 = 0.
     log_a = torch.cat([torch.zeros_like(log_a[:, :1]), log_a[:, 1:]], dim=1)
+    if scan == "cumsum":
+        return lru_scan_cumsum(log_a, x_hat)
     return lru_scan_parallel(log_a, x_hat)
 
 

@@ -411,6 +411,35 @@ TEST(Quant, Q8_0PicksScaleFromAbsMax) {
   EXPECT_EQ(b.qs[17], 8);
 }
 
+TEST(Quant, TieRounding) {
+  // Scale of magnitude 1: Q8_0 rounds halves away from zero (roundf), Q8_K to even (ggml's
+  // nearest_int).
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) x[i] = static_cast<float>(i % 16) - 7.5f;
+  x[0] = 127.f;
+  block_q8_0 a;
+  quantize_row(DType::Q8_0, x.data(), &a, 32);
+  EXPECT_EQ(a.d, f32_to_f16(1.f));
+  EXPECT_EQ(a.qs[1], -7);  // -6.5
+  EXPECT_EQ(a.qs[2], -6);  // -5.5
+  EXPECT_EQ(a.qs[8], 1);   // 0.5
+  EXPECT_EQ(a.qs[9], 2);   // 1.5
+  // Q8_K: iscale = -127 / max, so a positive extreme gives a negative scale.
+  block_q8_K k;
+  quantize_row(DType::Q8_K, x.data(), &k, 256);
+  EXPECT_EQ(k.d, -1.f);
+  EXPECT_EQ(k.qs[0], -127);
+  EXPECT_EQ(k.qs[1], 6);   // 6.5 -> even
+  EXPECT_EQ(k.qs[2], 6);   // 5.5 -> even
+  EXPECT_EQ(k.qs[8], 0);   // -0.5 -> even
+  EXPECT_EQ(k.qs[9], -2);  // -1.5 -> even
+  x[0] = -127.f;
+  quantize_row(DType::Q8_K, x.data(), &k, 256);
+  EXPECT_EQ(k.d, 1.f);
+  EXPECT_EQ(k.qs[0], -127);
+  EXPECT_EQ(k.qs[9], 2);
+}
+
 TEST(Quant, Q8_1SumAndQ8_KBlockSums) {
   const auto x = normal_data(256, 5);
   block_q8_1 a[8];
@@ -431,7 +460,7 @@ TEST(Quant, Q8_1SumAndQ8_KBlockSums) {
   }
   for (int8_t q : k.qs) maxq = std::max(maxq, std::abs(int(q)));
   EXPECT_EQ(maxq, 127);
-  for (int i = 0; i < 256; ++i) EXPECT_NEAR(k.d * k.qs[i], x[i], k.d * 0.5f + 1e-7f);
+  for (int i = 0; i < 256; ++i) EXPECT_NEAR(k.d * k.qs[i], x[i], std::abs(k.d) * 0.5f + 1e-7f);
 }
 
 TEST(Quant, IdempotentWhereExact) {

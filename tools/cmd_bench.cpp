@@ -1,0 +1,213 @@
+// `cachet bench`: model benchmark (bench_model.h) and `cachet bench kernels`: memory bandwidth
+// and the matvec / matmul throughput of every weight type at the projection shapes of the
+// models (rows x cols).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bandwidth.h"
+#include "bench_model.h"
+#include "cachet/error.h"
+#include "cachet/kernels.h"
+#include "cachet/quant.h"
+#include "cachet/tensor.h"
+#include "cachet/threadpool.h"
+#include "cli.h"
+
+namespace cachet::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                           DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+struct Shape {
+  int64_t rows, cols;
+};
+const Shape kShapes[] = {{2560, 7680}, {7680, 2560}, {4096, 14336}};
+
+constexpr size_t kMinWeightBytes = size_t{512} << 20;  // the copies together: well above L3
+
+struct KernelArgs {
+  int threads = 0;
+  std::string types;
+  bool quick = false;
+};
+
+std::vector<DType> parse_types(const std::string& list) {
+  std::vector<DType> out;
+  if (list.empty()) return {std::begin(kAllTypes), std::end(kAllTypes)};
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    if (name.empty()) continue;
+    const auto t = dtype_from_name(name);
+    CACHET_CHECK(t && is_weight_type(*t), "bench kernels: --types: unknown weight type '", name,
+                 "'");
+    out.push_back(*t);
+  }
+  CACHET_CHECK(!out.empty(), "bench kernels: --types: no type given");
+  return out;
+}
+
+// Copies of a random [rows, cols] matrix of type t (a quantized block of rows, repeated), as
+// many as needed to exceed kMinWeightBytes together (at least two).
+std::vector<std::shared_ptr<void>> make_weights(DType t, Shape s, ThreadPool& pool) {
+  const size_t rb = row_bytes(t, s.cols), bytes = rb * static_cast<size_t>(s.rows);
+  constexpr int64_t kSeedRows = 16;
+  std::vector<float> src(static_cast<size_t>(kSeedRows * s.cols));
+  std::mt19937 rng(42);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  for (auto& v : src) v = nd(rng);
+  std::vector<uint8_t> seed(rb * kSeedRows);
+  quantize_matrix(t, src.data(), seed.data(), kSeedRows, s.cols, &pool);
+  const size_t copies = std::max<size_t>(2, (kMinWeightBytes + bytes - 1) / bytes);
+  std::vector<std::shared_ptr<void>> out;
+  for (size_t c = 0; c < copies; ++c) {
+    auto buf = aligned_buffer(bytes);
+    auto* p = static_cast<uint8_t*>(buf.get());
+    pool.parallel_for(s.rows, 64, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        std::memcpy(p + rb * r, seed.data() + rb * (r % kSeedRows), rb);
+    });
+    out.push_back(std::move(buf));
+  }
+  return out;
+}
+
+// Best GB/s (weight bytes per second) over several batches of matvecs that rotate over the
+// copies, so every call streams its matrix from memory.
+double bench_matvec(DType t, Shape s, const std::vector<std::shared_ptr<void>>& w,
+                    ThreadPool& pool, bool quick) {
+  const size_t bytes = row_bytes(t, s.cols) * static_cast<size_t>(s.rows);
+  std::vector<float> x(static_cast<size_t>(s.cols)), y(static_cast<size_t>(s.rows));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  auto view = [&](size_t i) { return MatView{t, s.rows, s.cols, w[i % w.size()].get(), row_bytes(t, s.cols)}; };
+  matvec(view(0), x.data(), y.data(), pool);  // warm-up (scratch, pool)
+  const double batch_s = quick ? 0.05 : 0.15;
+  const int batches = quick ? 3 : 5;
+  double best = 0;
+  size_t next = 1;
+  for (int b = 0; b < batches; ++b) {
+    const auto t0 = Clock::now();
+    int calls = 0;
+    do {
+      matvec(view(next++), x.data(), y.data(), pool);
+      ++calls;
+    } while (seconds_since(t0) < batch_s);
+    best = std::max(best, static_cast<double>(bytes) * calls / seconds_since(t0) / 1e9);
+  }
+  return best;
+}
+
+// GFLOP/s of one matmul with n activation rows (best of two when a call is quick); negative
+// when matmul is not available.
+double bench_matmul(DType t, Shape s, const std::vector<std::shared_ptr<void>>& w, int64_t n,
+                    ThreadPool& pool) {
+  std::vector<float> x(static_cast<size_t>(n * s.cols)), y(static_cast<size_t>(n * s.rows));
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  const MatView view{t, s.rows, s.cols, w[0].get(), row_bytes(t, s.cols)};
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = Clock::now();
+    try {
+      matmul(view, x.data(), n, y.data(), pool);
+    } catch (const Error& e) {
+      if (std::strstr(e.what(), "not implemented")) return -1;
+      throw;
+    }
+    const double sec = seconds_since(t0);
+    best = std::max(best, 2.0 * n * s.rows * s.cols / sec / 1e9);
+    if (sec > 1.0) break;
+  }
+  return best;
+}
+
+int run_kernels(const KernelArgs& a) {
+  apply_threads(a.threads);
+  ThreadPool& pool = default_pool();
+  const auto types = parse_types(a.types);
+  std::printf("threads: %d, isa: %s\n", pool.size(), std::string(isa_name(active_isa())).c_str());
+  const double bw = measure_bandwidth_gbs(pool);
+  std::printf("bandwidth: %.1f GB/s\n", bw);
+  std::fflush(stdout);
+  bool matmul_ok = true;
+  for (DType t : types) {
+    const std::string tn(dtype_name(t));
+    for (Shape s : kShapes) {
+      const auto w = make_weights(t, s, pool);
+      const double gbs = bench_matvec(t, s, w, pool, a.quick);
+      std::printf("matvec %s %lldx%lld: %.1f GB/s (%.0f%% of bandwidth)\n", tn.c_str(),
+                  static_cast<long long>(s.rows), static_cast<long long>(s.cols), gbs,
+                  100.0 * gbs / bw);
+      std::fflush(stdout);
+      if (matmul_ok && (!a.quick || s.rows == 4096)) {
+        constexpr int64_t kN = 512;
+        const double gf = bench_matmul(t, s, w, kN, pool);
+        if (gf < 0) {
+          matmul_ok = false;
+        } else {
+          std::printf("matmul %s %lldx%lld N=%lld: %.1f GFLOP/s\n", tn.c_str(),
+                      static_cast<long long>(s.rows), static_cast<long long>(s.cols),
+                      static_cast<long long>(kN), gf);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+const Register reg{Command{
+    "bench", "Benchmark a model (-m / --random) or the kernels (bench kernels)",
+    [](CLI::App* sub) -> std::function<int()> {
+      auto margs = std::make_shared<BenchModelArgs>();
+      sub->add_option("-m,--model", margs->model, "GGUF file or Hugging Face directory");
+      sub->add_option("--random", margs->random_name, "Random-weight model preset");
+      sub->add_option("--type", margs->type, "Weight type of the random model")
+          ->capture_default_str();
+      sub->add_option("-p,--prompt", margs->prompt, "Prefill length")->capture_default_str();
+      sub->add_option("--long-context", margs->long_context,
+                      "Second decode measurement after this many tokens (0: skip)")
+          ->capture_default_str();
+      sub->add_option("--decode-steps", margs->decode_steps, "Tokens decoded per measurement")
+          ->capture_default_str();
+      int* threads = add_threads_option(sub);
+
+      auto kargs = std::make_shared<KernelArgs>();
+      CLI::App* k = sub->add_subcommand("kernels", "Memory bandwidth and matvec/matmul throughput");
+      k->add_option("-t,--threads", kargs->threads, "Worker threads (default: all cores)");
+      k->add_option("--types", kargs->types, "Comma-separated weight types (default: all)");
+      k->add_flag("--quick", kargs->quick, "Fewer repetitions");
+      return [sub, k, margs, kargs, threads]() -> int {
+        if (k->parsed()) {
+          if (kargs->threads == 0) kargs->threads = *threads;
+          return run_kernels(*kargs);
+        }
+        CACHET_CHECK(!margs->model.empty() || !margs->random_name.empty(),
+                     "bench: give -m MODEL, --random NAME, or the subcommand 'kernels'");
+        margs->threads = *threads;
+        apply_threads(*threads);
+        (void)sub;
+        return bench_model(*margs);
+      };
+    }}};
+
+}  // namespace
+}  // namespace cachet::cli

@@ -1,0 +1,105 @@
+// `cachet run`: generate text from a prompt, streamed to stdout.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cachet/error.h"
+#include "cachet/generate.h"
+#include "cachet/model.h"
+#include "cachet/tokenizer.h"
+#include "cli.h"
+#include "default_model.h"
+#include "text_options.h"
+
+namespace cachet::cli {
+namespace {
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  CACHET_CHECK(in, path, ": cannot open the prompt file");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+double rate(double n, double seconds) { return seconds > 0 ? n / seconds : 0.0; }
+
+Register run_cmd{Command{
+    "run", "Generate text from a prompt", [](CLI::App* sub) {
+      struct Args {
+        TextGenOptions gen;
+        std::string prompt, prompt_file;
+        bool no_bos = false;
+      };
+      auto a = std::make_shared<Args>();
+      sub->add_option("-p,--prompt", a->prompt, "Prompt text");
+      sub->add_option("--prompt-file", a->prompt_file, "Read the prompt from FILE");
+      sub->add_flag("--no-bos", a->no_bos, "Do not start the sequence with BOS");
+      add_text_gen_options(sub, a->gen);
+      return [a, sub]() -> int {
+        const bool has_prompt = sub->count("--prompt") > 0;
+        const bool has_file = !a->prompt_file.empty();
+        CACHET_CHECK(has_prompt || has_file, "run: give a prompt with -p TEXT or --prompt-file FILE");
+        CACHET_CHECK(!(has_prompt && has_file), "run: give either -p or --prompt-file, not both");
+        const uint64_t seed = finalize_text_gen_options(a->gen);
+        const std::string path = model_or_default(a->gen.model);
+        const std::string prompt = has_file ? read_text_file(a->prompt_file) : a->prompt;
+
+        auto model = load_model(path);
+        const Tokenizer tok = Tokenizer::from_path(path);
+        const ModelInfo& info = model->info();
+        CACHET_CHECK(info.vocab_size <= 0 || tok.vocab_size() <= info.vocab_size, path,
+                     ": the tokenizer has ", tok.vocab_size(),
+                     " tokens but the model's vocabulary has ", info.vocab_size);
+
+        std::vector<int32_t> tokens;
+        if (!a->no_bos) {
+          CACHET_CHECK(tok.bos_id() >= 0, tok.name(), ": the tokenizer has no BOS token");
+          tokens.push_back(tok.bos_id());
+        }
+        const auto body = tok.encode(prompt);
+        tokens.insert(tokens.end(), body.begin(), body.end());
+        CACHET_CHECK(!tokens.empty(), "run: the prompt is empty (and --no-bos was given)");
+        if (info.max_positions > 0)
+          CACHET_CHECK(static_cast<int64_t>(tokens.size()) <= info.max_positions,
+                       "the prompt has ", tokens.size(), " tokens but ", path,
+                       " takes at most ", info.max_positions, " positions: shorten the prompt");
+
+        if (a->gen.verbose) {
+          std::fprintf(stderr, "model: %s (%s)\nseed: %llu\nprompt tokens: %zu\n", path.c_str(),
+                       info.arch.c_str(), static_cast<unsigned long long>(seed), tokens.size());
+        }
+        Sampler sampler(a->gen.sampling);
+        GenerateOptions opts;
+        opts.max_tokens = a->gen.max_tokens;
+        opts.stop = a->gen.stop;
+        opts.stop_tokens = chat_stop_tokens(tok);
+        State state = model->new_state();
+        bool ends_newline = true;
+        const auto res = generate(*model, state, tok, sampler, tokens, opts,
+                                  [&](std::string_view text) {
+                                    std::fwrite(text.data(), 1, text.size(), stdout);
+                                    std::fflush(stdout);
+                                    if (!text.empty()) ends_newline = text.back() == '\n';
+                                    return true;
+                                  });
+        if (!ends_newline && isatty(fileno(stdout))) std::fputc('\n', stdout);
+        std::fflush(stdout);
+        const double n_gen = static_cast<double>(res.tokens.size());
+        if (a->gen.verbose)
+          std::fprintf(stderr, "finished: %s\n", finish_reason_name(res.reason));
+        std::fprintf(stderr, "prompt: %lld tokens, %.1f tok/s; generation: %lld tokens, %.1f tok/s\n",
+                     static_cast<long long>(res.prompt_tokens),
+                     rate(static_cast<double>(res.prompt_tokens), res.prompt_seconds),
+                     static_cast<long long>(res.tokens.size()),
+                     rate(n_gen, res.generate_seconds));
+        return 0;
+      };
+    }}};
+
+}  // namespace
+}  // namespace cachet::cli
