@@ -34,8 +34,12 @@ struct Problem {
 
 Problem& problem() {
   static Problem p = [] {
-    Problem q{env_int("MATMUL_ROWS", 4096), env_int("MATMUL_COLS", 14336),
-              env_int("MATMUL_N", 512), {}, {}, {}};
+    Problem q{env_int("MATMUL_ROWS", 4096),
+              env_int("MATMUL_COLS", 14336),
+              env_int("MATMUL_N", 512),
+              {},
+              {},
+              {}};
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     q.x.resize(static_cast<size_t>(q.n * q.cols));
@@ -74,10 +78,9 @@ void bm_matmul(benchmark::State& state, DType t, Isa isa) {
     matmul_isa(isa, view, p.x.data(), p.n, p.y.data(), pool2());
     benchmark::DoNotOptimize(p.y.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      2.0 * static_cast<double>(p.rows * p.cols * p.n) * static_cast<double>(state.iterations()) *
-          1e-9,
-      benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(p.rows * p.cols * p.n) *
+                                                     static_cast<double>(state.iterations()) * 1e-9,
+                                                 benchmark::Counter::kIsRate);
 }
 
 const int kRegistered = [] {

@@ -87,31 +87,29 @@ std::vector<std::shared_ptr<void>> make_weights(DType t, Shape s, ThreadPool& po
   return out;
 }
 
-// Best GB/s (weight bytes per second) over several batches of matvecs that rotate over the
-// copies, so every call streams its matrix from memory.
-double bench_matvec(DType t, Shape s, const std::vector<std::shared_ptr<void>>& w,
-                    ThreadPool& pool, bool quick) {
-  const size_t bytes = row_bytes(t, s.cols) * static_cast<size_t>(s.rows);
+// GB/s (weight bytes per second) of the fastest of many matvec calls that rotate over the
+// copies, so every call streams its matrix from memory. The fastest call is the one least
+// disturbed by other processes.
+double bench_matvec(DType t, Shape s, const std::vector<std::shared_ptr<void>>& w, ThreadPool& pool,
+                    bool quick) {
+  const size_t rb = row_bytes(t, s.cols), bytes = rb * static_cast<size_t>(s.rows);
   std::vector<float> x(static_cast<size_t>(s.cols)), y(static_cast<size_t>(s.rows));
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
-  auto view = [&](size_t i) { return MatView{t, s.rows, s.cols, w[i % w.size()].get(), row_bytes(t, s.cols)}; };
+  auto view = [&](size_t i) { return MatView{t, s.rows, s.cols, w[i % w.size()].get(), rb}; };
   matvec(view(0), x.data(), y.data(), pool);  // warm-up (scratch, pool)
-  const double batch_s = quick ? 0.05 : 0.15;
-  const int batches = quick ? 3 : 5;
-  double best = 0;
-  size_t next = 1;
-  for (int b = 0; b < batches; ++b) {
+  const double budget_s = quick ? 0.2 : 0.8;
+  const int min_calls = quick ? 10 : 30;
+  double best = 1e30;
+  const auto start = Clock::now();
+  for (size_t call = 1; call <= static_cast<size_t>(min_calls) || seconds_since(start) < budget_s;
+       ++call) {
     const auto t0 = Clock::now();
-    int calls = 0;
-    do {
-      matvec(view(next++), x.data(), y.data(), pool);
-      ++calls;
-    } while (seconds_since(t0) < batch_s);
-    best = std::max(best, static_cast<double>(bytes) * calls / seconds_since(t0) / 1e9);
+    matvec(view(call), x.data(), y.data(), pool);
+    best = std::min(best, seconds_since(t0));
   }
-  return best;
+  return static_cast<double>(bytes) / best / 1e9;
 }
 
 // GFLOP/s of one matmul with n activation rows (best of two when a call is quick); negative

@@ -91,8 +91,7 @@ Register chat_cmd{Command{
           if (gen->verbose)
             std::fprintf(stderr, "[%lld new tokens, %lld generated, %s, position %lld]\n",
                          static_cast<long long>(res.prompt_tokens),
-                         static_cast<long long>(res.tokens.size()),
-                         finish_reason_name(res.reason),
+                         static_cast<long long>(res.tokens.size()), finish_reason_name(res.reason),
                          static_cast<long long>(state.position()));
         }
         if (interactive) std::fputc('\n', stdout);

@@ -64,9 +64,9 @@ Register perplexity_cmd{Command{
                      " tokens; perplexity needs at least one token to score",
                      a->bos ? "" : " after the first (or use --bos)");
         if (info.max_positions > 0)
-          CACHET_CHECK(static_cast<int64_t>(tokens.size()) <= info.max_positions, a->file,
-                       ": ", tokens.size(), " tokens but ", path, " takes at most ",
-                       info.max_positions, " positions: use a shorter text");
+          CACHET_CHECK(static_cast<int64_t>(tokens.size()) <= info.max_positions, a->file, ": ",
+                       tokens.size(), " tokens but ", path, " takes at most ", info.max_positions,
+                       " positions: use a shorter text");
 
         // Keep the logits buffer (chunk x vocab floats) near 256 MiB at most.
         const int64_t cap = std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(vocab, 1));
@@ -102,9 +102,8 @@ Register perplexity_cmd{Command{
         const double secs =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const double mean = nll / static_cast<double>(scored);
-        std::fprintf(stderr, "%lld tokens in %.2f s (%.1f tok/s)\n",
-                     static_cast<long long>(scored), secs,
-                     secs > 0 ? static_cast<double>(scored) / secs : 0.0);
+        std::fprintf(stderr, "%lld tokens in %.2f s (%.1f tok/s)\n", static_cast<long long>(scored),
+                     secs, secs > 0 ? static_cast<double>(scored) / secs : 0.0);
         std::printf("tokens: %lld\n", static_cast<long long>(scored));
         std::printf("mean nll: %.6f\n", mean);
         std::printf("perplexity: %.4f\n", std::exp(mean));

@@ -26,7 +26,9 @@ std::string read_text_file(const std::string& path) {
   return os.str();
 }
 
-double rate(double n, double seconds) { return seconds > 0 ? n / seconds : 0.0; }
+double rate(double n, double seconds) {
+  return seconds > 0 ? n / seconds : 0.0;
+}
 
 Register run_cmd{Command{
     "run", "Generate text from a prompt", [](CLI::App* sub) {
@@ -43,7 +45,8 @@ Register run_cmd{Command{
       return [a, sub]() -> int {
         const bool has_prompt = sub->count("--prompt") > 0;
         const bool has_file = !a->prompt_file.empty();
-        CACHET_CHECK(has_prompt || has_file, "run: give a prompt with -p TEXT or --prompt-file FILE");
+        CACHET_CHECK(has_prompt || has_file,
+                     "run: give a prompt with -p TEXT or --prompt-file FILE");
         CACHET_CHECK(!(has_prompt && has_file), "run: give either -p or --prompt-file, not both");
         const uint64_t seed = finalize_text_gen_options(a->gen);
         const std::string path = model_or_default(a->gen.model);
@@ -65,9 +68,9 @@ Register run_cmd{Command{
         tokens.insert(tokens.end(), body.begin(), body.end());
         CACHET_CHECK(!tokens.empty(), "run: the prompt is empty (and --no-bos was given)");
         if (info.max_positions > 0)
-          CACHET_CHECK(static_cast<int64_t>(tokens.size()) <= info.max_positions,
-                       "the prompt has ", tokens.size(), " tokens but ", path,
-                       " takes at most ", info.max_positions, " positions: shorten the prompt");
+          CACHET_CHECK(static_cast<int64_t>(tokens.size()) <= info.max_positions, "the prompt has ",
+                       tokens.size(), " tokens but ", path, " takes at most ", info.max_positions,
+                       " positions: shorten the prompt");
 
         if (a->gen.verbose) {
           std::fprintf(stderr, "model: %s (%s)\nseed: %llu\nprompt tokens: %zu\n", path.c_str(),
@@ -80,23 +83,22 @@ Register run_cmd{Command{
         opts.stop_tokens = chat_stop_tokens(tok);
         State state = model->new_state();
         bool ends_newline = true;
-        const auto res = generate(*model, state, tok, sampler, tokens, opts,
-                                  [&](std::string_view text) {
-                                    std::fwrite(text.data(), 1, text.size(), stdout);
-                                    std::fflush(stdout);
-                                    if (!text.empty()) ends_newline = text.back() == '\n';
-                                    return true;
-                                  });
+        const auto res =
+            generate(*model, state, tok, sampler, tokens, opts, [&](std::string_view text) {
+              std::fwrite(text.data(), 1, text.size(), stdout);
+              std::fflush(stdout);
+              if (!text.empty()) ends_newline = text.back() == '\n';
+              return true;
+            });
         if (!ends_newline && isatty(fileno(stdout))) std::fputc('\n', stdout);
         std::fflush(stdout);
         const double n_gen = static_cast<double>(res.tokens.size());
-        if (a->gen.verbose)
-          std::fprintf(stderr, "finished: %s\n", finish_reason_name(res.reason));
-        std::fprintf(stderr, "prompt: %lld tokens, %.1f tok/s; generation: %lld tokens, %.1f tok/s\n",
+        if (a->gen.verbose) std::fprintf(stderr, "finished: %s\n", finish_reason_name(res.reason));
+        std::fprintf(stderr,
+                     "prompt: %lld tokens, %.1f tok/s; generation: %lld tokens, %.1f tok/s\n",
                      static_cast<long long>(res.prompt_tokens),
                      rate(static_cast<double>(res.prompt_tokens), res.prompt_seconds),
-                     static_cast<long long>(res.tokens.size()),
-                     rate(n_gen, res.generate_seconds));
+                     static_cast<long long>(res.tokens.size()), rate(n_gen, res.generate_seconds));
         return 0;
       };
     }}};

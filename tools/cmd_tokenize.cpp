@@ -55,8 +55,8 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   }
   size_t i = 0;
   while (i < s.size()) {
-    while (i < s.size() && (s[i] == ',' || s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-                            s[i] == '\r'))
+    while (i < s.size() &&
+           (s[i] == ',' || s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
       ++i;
     if (i >= s.size()) break;
     size_t j = i;

@@ -49,8 +49,8 @@ uint64_t finalize_text_gen_options(TextGenOptions& o) {
                ": give the number of tokens to generate, or -1 for no limit");
   if (o.seed < 0) {
     std::random_device rd;
-    const auto now = static_cast<uint64_t>(
-        std::chrono::high_resolution_clock::now().time_since_epoch().count());
+    const auto now =
+        static_cast<uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
     o.seed = static_cast<int64_t>((now ^ (static_cast<uint64_t>(rd()) << 32)) >> 1);
   }
   o.sampling.seed = static_cast<uint64_t>(o.seed);

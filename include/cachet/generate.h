@@ -34,9 +34,9 @@ class StopMatcher {
 };
 
 struct GenerateOptions {
-  int64_t max_tokens = 256;            // < 0: until a stop or the model's position limit
-  std::vector<std::string> stop;       // stop strings
-  std::vector<int32_t> stop_tokens;    // tokens that end generation (not shown), e.g. EOS
+  int64_t max_tokens = 256;          // < 0: until a stop or the model's position limit
+  std::vector<std::string> stop;     // stop strings
+  std::vector<int32_t> stop_tokens;  // tokens that end generation (not shown), e.g. EOS
 };
 
 enum class FinishReason { Length, StopToken, StopString, Callback, PositionLimit };
@@ -45,7 +45,7 @@ const char* finish_reason_name(FinishReason r);
 struct GenerateResult {
   std::vector<int32_t> tokens;  // generated tokens shown (a stop token is not included)
   int64_t prompt_tokens = 0;
-  int64_t sampled = 0;          // tokens sampled, a final stop token included
+  int64_t sampled = 0;  // tokens sampled, a final stop token included
   double prompt_seconds = 0, generate_seconds = 0;
   FinishReason reason = FinishReason::Length;
   // The last token in `tokens` when it was not fed to the state (generation stopped right
@@ -56,9 +56,8 @@ struct GenerateResult {
 // Feeds prompt (at least one token) to state, then samples up to max_tokens tokens, feeding
 // each one back; on_text receives the text as it becomes final (return false to stop). The
 // prompt tokens are accepted by the sampler (penalties) before the first draw.
-GenerateResult generate(LanguageModel& model, State& state, const Tokenizer& tok,
-                        Sampler& sampler, std::span<const int32_t> prompt,
-                        const GenerateOptions& opts,
+GenerateResult generate(LanguageModel& model, State& state, const Tokenizer& tok, Sampler& sampler,
+                        std::span<const int32_t> prompt, const GenerateOptions& opts,
                         const std::function<bool(std::string_view)>& on_text);
 
 // Gemma chat format. The first turn:

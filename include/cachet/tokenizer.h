@@ -58,7 +58,7 @@ class Tokenizer {
   // outside the vocabulary are an error.
   std::string decode(std::span<const int32_t> ids) const;
 
-  std::string id_to_piece(int32_t id) const;  // error when out of range
+  std::string id_to_piece(int32_t id) const;          // error when out of range
   int32_t piece_to_id(std::string_view piece) const;  // -1 when not a piece of the vocabulary
 
   // -1 when the model does not define the token.

@@ -21,6 +21,14 @@ namespace {
 constexpr uint64_t kMaxHeader = 100u << 20;  // the reference implementation's limit
 constexpr size_t kMaxDims = 16;
 
+// A short description of a JSON value for error messages (never a recursive dump, which a
+// deeply nested hostile header could turn into a stack overflow).
+std::string brief(const nlohmann::ordered_json& v) {
+  if (v.is_number_integer() || v.is_number_float() || v.is_boolean() || v.is_null())
+    return v.dump();
+  return std::string("(") + v.type_name() + ")";
+}
+
 struct StName {
   const char* name;
   DType type;
@@ -111,7 +119,7 @@ void SafetensorsFile::parse() {
     if (sh.size() > kMaxDims) fail(P, ": ", what, ": ", sh.size(), " dimensions (limit ", kMaxDims, ")");
     for (const auto& d : sh) {
       if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0))
-        fail(P, ": ", what, ": shape entry ", d.dump(), " is not a non-negative integer");
+        fail(P, ": ", what, ": shape entry ", brief(d), " is not a non-negative integer");
       const uint64_t x = d.get<uint64_t>();
       if (x > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         fail(P, ": ", what, ": dimension ", x, " too large");
@@ -131,7 +139,7 @@ void SafetensorsFile::parse() {
     const auto& off = v["data_offsets"];
     for (const auto& o : off)
       if (!o.is_number_unsigned() && !(o.is_number_integer() && o.get<int64_t>() >= 0))
-        fail(P, ": ", what, ": data_offsets entry ", o.dump(), " is not a non-negative integer");
+        fail(P, ": ", what, ": data_offsets entry ", brief(o), " is not a non-negative integer");
     info.begin = off[0].get<uint64_t>();
     info.end = off[1].get<uint64_t>();
     if (info.begin > info.end)

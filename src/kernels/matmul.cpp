@@ -16,9 +16,19 @@ namespace {
 
 bool matmul_type(DType t) {
   switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
-    case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K:
-    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q8_0:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
       return true;
     default:
       return false;
@@ -88,8 +98,7 @@ void matmul(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& p
   matmul_isa(active_isa(), w, x, n, y, pool);
 }
 
-void matmul_isa(Isa isa, const MatView& w, const float* x, int64_t n, float* y,
-                ThreadPool& pool) {
+void matmul_isa(Isa isa, const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   CACHET_CHECK(matmul_type(w.type), "matmul: weight type ", dtype_name(w.type),
                " is not supported");
   CACHET_CHECK(w.rows >= 0 && w.cols >= 0 && n >= 0, "matmul: negative size (rows ", w.rows,

@@ -51,7 +51,7 @@ void kern(const float* wp, const float* x, int64_t ldx, int64_t kc, float* y, in
     const __m256 w0 = _mm256_loadu_ps(wp + k * kPanel);
     const __m256 w1 = _mm256_loadu_ps(wp + k * kPanel + 8);
 #pragma GCC unroll 16
-  for (int j = 0; j < NB; ++j) {
+    for (int j = 0; j < NB; ++j) {
       const __m256 xb = _mm256_broadcast_ss(x + j * ldx + k);
       a0[j] = _mm256_fmadd_ps(w0, xb, a0[j]);
       a1[j] = _mm256_fmadd_ps(w1, xb, a1[j]);
@@ -70,8 +70,7 @@ void kern(const float* wp, const float* x, int64_t ldx, int64_t kc, float* y, in
   }
 }
 
-using Kern = void (*)(const float*, const float*, int64_t, int64_t, float*, int64_t, int64_t,
-                      bool);
+using Kern = void (*)(const float*, const float*, int64_t, int64_t, float*, int64_t, int64_t, bool);
 template <int... I>
 constexpr std::array<Kern, sizeof...(I)> table(std::integer_sequence<int, I...>) {
   return {&kern<I + 1>...};
@@ -153,8 +152,8 @@ void run_units(const Plan& p, int64_t u0, int64_t u1) {
       pack(w, r0, k0, kc, s.wf.data(), s.row.data());
       for (int64_t j = n0; j < n1; j += kNb) {
         const int nb = static_cast<int>(std::min<int64_t>(kNb, n1 - j));
-        kKernels[nb - 1](s.wf.data(), p.x + j * cols + k0, cols, kc, p.y + j * w.rows + r0,
-                         w.rows, w.rows - r0, k0 > 0);
+        kKernels[nb - 1](s.wf.data(), p.x + j * cols + k0, cols, kc, p.y + j * w.rows + r0, w.rows,
+                         w.rows - r0, k0 > 0);
       }
     }
   }

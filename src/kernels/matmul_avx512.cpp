@@ -22,11 +22,11 @@
 namespace cachet::matmul_internal {
 namespace {
 
-constexpr int kPanel = 32;         // weight rows per panel
-constexpr int kNb = 12;            // activation rows per micro-tile
-constexpr int64_t kKcF32 = 256;    // contraction block, f32 panels (32 KiB)
-constexpr int64_t kKcBf16 = 512;   // contraction block, bf16 panels (32 KiB); multiple of 256
-constexpr int64_t kDirectMaxN = 3; // below this many activation rows, no panel packing
+constexpr int kPanel = 32;          // weight rows per panel
+constexpr int kNb = 12;             // activation rows per micro-tile
+constexpr int64_t kKcF32 = 256;     // contraction block, f32 panels (32 KiB)
+constexpr int64_t kKcBf16 = 512;    // contraction block, bf16 panels (32 KiB); multiple of 256
+constexpr int64_t kDirectMaxN = 3;  // below this many activation rows, no panel packing
 
 struct Scratch {
   std::vector<float> wf;     // f32 panel [kc][32]
@@ -48,7 +48,9 @@ inline __mmask16 lanes(int64_t count) {
   return static_cast<__mmask16>((1u << count) - 1);
 }
 
-bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+bool is_float_type(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
 
 // ---- micro-kernels ----------------------------------------------------------------------
 
@@ -62,7 +64,7 @@ void kern_f32(const float* wp, const float* x, int64_t ldx, int64_t kc, float* y
     const __m512 w0 = _mm512_loadu_ps(wp + k * kPanel);
     const __m512 w1 = _mm512_loadu_ps(wp + k * kPanel + 16);
 #pragma GCC unroll 16
-  for (int j = 0; j < NB; ++j) {
+    for (int j = 0; j < NB; ++j) {
       const __m512 xb = _mm512_set1_ps(x[j * ldx + k]);
       a0[j] = _mm512_fmadd_ps(w0, xb, a0[j]);
       a1[j] = _mm512_fmadd_ps(w1, xb, a1[j]);
@@ -91,7 +93,7 @@ void kern_bf16(const uint32_t* wp, const uint16_t* x, int64_t ldx, int64_t kc, f
     const __m512bh w0 = (__m512bh)_mm512_loadu_si512(wp + p * kPanel);
     const __m512bh w1 = (__m512bh)_mm512_loadu_si512(wp + p * kPanel + 16);
 #pragma GCC unroll 16
-  for (int j = 0; j < NB; ++j) {
+    for (int j = 0; j < NB; ++j) {
       uint32_t v;
       std::memcpy(&v, x + j * ldx + 2 * p, 4);
       const __m512bh xb = (__m512bh)_mm512_set1_epi32(static_cast<int>(v));
@@ -111,8 +113,8 @@ void kern_bf16(const uint32_t* wp, const uint16_t* x, int64_t ldx, int64_t kc, f
   }
 }
 
-using KernF32 = void (*)(const float*, const float*, int64_t, int64_t, float*, int64_t,
-                         __mmask16, __mmask16, bool);
+using KernF32 = void (*)(const float*, const float*, int64_t, int64_t, float*, int64_t, __mmask16,
+                         __mmask16, bool);
 using KernBf16 = void (*)(const uint32_t*, const uint16_t*, int64_t, int64_t, float*, int64_t,
                           __mmask16, __mmask16, bool);
 
@@ -126,6 +128,98 @@ constexpr std::array<KernBf16, sizeof...(I)> bf16_table(std::integer_sequence<in
 }
 constexpr auto kF32Kernels = f32_table(std::make_integer_sequence<int, kNb>());
 constexpr auto kBf16Kernels = bf16_table(std::make_integer_sequence<int, kNb>());
+
+// ---- vectorized dequantization of the most used block types -----------------------------
+
+inline __m512 u8x16_to_ps(__m128i v) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
+}
+
+void dq_q8_0_simd(const block_q8_0* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += 32) {
+    const __m512 d = _mm512_set1_ps(h2f(b[i].d));
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs));
+    _mm512_storeu_ps(
+        y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))), d));
+    _mm512_storeu_ps(
+        y + 16,
+        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))), d));
+  }
+}
+
+void dq_q4_k_simd(const block_q4_K* b, int64_t nb, float* y) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = h2f(b[i].d), mn = h2f(b[i].dmin);
+    const uint8_t* q = b[i].qs;
+    for (int is = 0; is < 8; is += 2, q += 32, y += 64) {
+      int sc, m;
+      scale_min_k4(is, b[i].scales, &sc, &m);
+      const __m512 d1 = _mm512_set1_ps(d * static_cast<float>(sc));
+      const __m512 m1 = _mm512_set1_ps(mn * static_cast<float>(m));
+      scale_min_k4(is + 1, b[i].scales, &sc, &m);
+      const __m512 d2 = _mm512_set1_ps(d * static_cast<float>(sc));
+      const __m512 m2 = _mm512_set1_ps(mn * static_cast<float>(m));
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+      const __m256i lo = _mm256_and_si256(v, low);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+      _mm512_storeu_ps(y, _mm512_fmsub_ps(u8x16_to_ps(_mm256_castsi256_si128(lo)), d1, m1));
+      _mm512_storeu_ps(y + 16,
+                       _mm512_fmsub_ps(u8x16_to_ps(_mm256_extracti128_si256(lo, 1)), d1, m1));
+      _mm512_storeu_ps(y + 32, _mm512_fmsub_ps(u8x16_to_ps(_mm256_castsi256_si128(hi)), d2, m2));
+      _mm512_storeu_ps(y + 48,
+                       _mm512_fmsub_ps(u8x16_to_ps(_mm256_extracti128_si256(hi, 1)), d2, m2));
+    }
+  }
+}
+
+void dq_q6_k_simd(const block_q6_K* b, int64_t nb, float* y) {
+  const __m256i low = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30);
+  const __m512i off = _mm512_set1_epi32(32);
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = h2f(b[i].d);
+    const uint8_t* ql = b[i].ql;
+    const uint8_t* qh = b[i].qh;
+    const int8_t* sc = b[i].scales;
+    for (int n = 0; n < 2; ++n, ql += 64, qh += 32, sc += 8, y += 128) {
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(l0, low),
+                             _mm256_and_si256(_mm256_slli_epi16(h, 4), two));
+      q[1] = _mm256_or_si256(_mm256_and_si256(l1, low),
+                             _mm256_and_si256(_mm256_slli_epi16(h, 2), two));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low),
+                             _mm256_and_si256(h, two));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low),
+                             _mm256_and_si256(_mm256_srli_epi16(h, 2), two));
+      for (int g = 0; g < 4; ++g) {
+        const __m512 s0 = _mm512_set1_ps(d * static_cast<float>(sc[2 * g]));
+        const __m512 s1 = _mm512_set1_ps(d * static_cast<float>(sc[2 * g + 1]));
+        const __m512i a = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(q[g])), off);
+        const __m512i c =
+            _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(q[g], 1)), off);
+        _mm512_storeu_ps(y + 32 * g, _mm512_mul_ps(s0, _mm512_cvtepi32_ps(a)));
+        _mm512_storeu_ps(y + 32 * g + 16, _mm512_mul_ps(s1, _mm512_cvtepi32_ps(c)));
+      }
+    }
+  }
+}
+
+// to_f32 with hand-vectorized paths for Q8_0, Q4_K and Q6_K (values equal up to rounding).
+void to_f32_fast(DType t, const uint8_t* row, int64_t k0, int64_t n, float* out) {
+  switch (t) {
+    case DType::Q8_0:
+      return dq_q8_0_simd(reinterpret_cast<const block_q8_0*>(row) + k0 / 32, n / 32, out);
+    case DType::Q4_K:
+      return dq_q4_k_simd(reinterpret_cast<const block_q4_K*>(row) + k0 / 256, n / 256, out);
+    case DType::Q6_K:
+      return dq_q6_k_simd(reinterpret_cast<const block_q6_K*>(row) + k0 / 256, n / 256, out);
+    default:
+      return to_f32(t, row, k0, n, out);
+  }
+}
 
 // ---- packing ----------------------------------------------------------------------------
 
@@ -151,9 +245,10 @@ void pack_bf16(const MatView& w, int64_t r0, int64_t k0, int64_t kc, uint32_t* w
   const int64_t nr = std::min<int64_t>(kPanel, w.rows - r0);
   alignas(64) uint32_t pairs[16];
   for (int64_t rr = 0; rr < nr; ++rr) {
-    to_f32(w.type, w.row(r0 + rr), k0, kc, tmp);
+    to_f32_fast(w.type, w.row(r0 + rr), k0, kc, tmp);
     for (int64_t k = 0; k < kc; k += 32) {
-      const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(tmp + k + 16), _mm512_loadu_ps(tmp + k));
+      const __m512bh v =
+          _mm512_cvtne2ps_pbh(_mm512_loadu_ps(tmp + k + 16), _mm512_loadu_ps(tmp + k));
       _mm512_store_si512(pairs, (__m512i)v);
       uint32_t* dst = wp + (k / 2) * kPanel + rr;
       for (int p = 0; p < 16; ++p) dst[p * kPanel] = pairs[p];
@@ -197,7 +292,7 @@ void run_direct(const MatView& w, const float* x, int64_t n, float* y, int64_t r
     if (w.type == DType::F32) {
       wr = reinterpret_cast<const float*>(w.row(r));
     } else {
-      to_f32(w.type, w.row(r), 0, cols, s.row.data());
+      to_f32_fast(w.type, w.row(r), 0, cols, s.row.data());
       wr = s.row.data();
     }
     for (int64_t j = 0; j < n; ++j) y[j * w.rows + r] = dot_f32(wr, x + j * cols, cols);
@@ -219,16 +314,20 @@ void run_units(const Plan& p, int64_t u0, int64_t u1) {
   const bool bf = p.xb != nullptr;
   const int64_t cols = w.cols, kcmax = bf ? kKcBf16 : kKcF32;
   grow(s.row, kcmax);
-  if (bf) grow(s.wb, kcmax / 2 * kPanel);
-  else grow(s.wf, kcmax * kPanel);
+  if (bf)
+    grow(s.wb, kcmax / 2 * kPanel);
+  else
+    grow(s.wf, kcmax * kPanel);
   for (int64_t u = u0; u < u1; ++u) {
     const int64_t r0 = (u / p.nchunks) * kPanel;
     const int64_t n0 = (u % p.nchunks) * p.chunk, n1 = std::min(p.n, n0 + p.chunk);
     const __mmask16 m0 = lanes(w.rows - r0), m1 = lanes(w.rows - r0 - 16);
     for (int64_t k0 = 0; k0 < cols; k0 += kcmax) {
       const int64_t kc = std::min(kcmax, cols - k0);
-      if (bf) pack_bf16(w, r0, k0, kc, s.wb.data(), s.row.data());
-      else pack_f32(w, r0, k0, kc, s.wf.data(), s.row.data());
+      if (bf)
+        pack_bf16(w, r0, k0, kc, s.wb.data(), s.row.data());
+      else
+        pack_f32(w, r0, k0, kc, s.wf.data(), s.row.data());
       for (int64_t j = n0; j < n1; j += kNb) {
         const int nb = static_cast<int>(std::min<int64_t>(kNb, n1 - j));
         float* yt = p.y + j * w.rows + r0;

@@ -14,7 +14,9 @@
 namespace cachet::matmul_internal {
 namespace {
 
-inline float h2f(half_t h) { return f16_to_f32(h); }
+inline float h2f(half_t h) {
+  return f16_to_f32(h);
+}
 
 // 6-bit scale and min j (0..7) of a Q4_K / Q5_K block.
 inline void scale_min_k4(int j, const uint8_t* q, int* d, int* m) {
@@ -182,9 +184,19 @@ inline void dq_blocks(const uint8_t* src, int64_t nblocks, float* y) {
 // Whether to_f32 handles the type.
 inline bool dequant_supported(DType t) {
   switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
-    case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K:
-    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q8_0:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
       return true;
     default:
       return false;
@@ -204,7 +216,8 @@ inline void to_f32(DType t, const uint8_t* row, int64_t k0, int64_t n, float* ou
       const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
       int64_t i = 0;
       for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+        _mm256_storeu_ps(out + i,
+                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
       for (; i < n; ++i) out[i] = f16_to_f32(h[i]);
       return;
     }
@@ -214,16 +227,26 @@ inline void to_f32(DType t, const uint8_t* row, int64_t k0, int64_t n, float* ou
       for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint32_t>(h[i]) << 16;
       return;
     }
-    case DType::Q4_0: return dq_blocks<block_q4_0, dq_q4_0, 32>(src, nb, out);
-    case DType::Q4_1: return dq_blocks<block_q4_1, dq_q4_1, 32>(src, nb, out);
-    case DType::Q5_0: return dq_blocks<block_q5_0, dq_q5_0, 32>(src, nb, out);
-    case DType::Q5_1: return dq_blocks<block_q5_1, dq_q5_1, 32>(src, nb, out);
-    case DType::Q8_0: return dq_blocks<block_q8_0, dq_q8_0, 32>(src, nb, out);
-    case DType::Q2_K: return dq_blocks<block_q2_K, dq_q2_k, 256>(src, nb, out);
-    case DType::Q3_K: return dq_blocks<block_q3_K, dq_q3_k, 256>(src, nb, out);
-    case DType::Q4_K: return dq_blocks<block_q4_K, dq_q4_k, 256>(src, nb, out);
-    case DType::Q5_K: return dq_blocks<block_q5_K, dq_q5_k, 256>(src, nb, out);
-    case DType::Q6_K: return dq_blocks<block_q6_K, dq_q6_k, 256>(src, nb, out);
+    case DType::Q4_0:
+      return dq_blocks<block_q4_0, dq_q4_0, 32>(src, nb, out);
+    case DType::Q4_1:
+      return dq_blocks<block_q4_1, dq_q4_1, 32>(src, nb, out);
+    case DType::Q5_0:
+      return dq_blocks<block_q5_0, dq_q5_0, 32>(src, nb, out);
+    case DType::Q5_1:
+      return dq_blocks<block_q5_1, dq_q5_1, 32>(src, nb, out);
+    case DType::Q8_0:
+      return dq_blocks<block_q8_0, dq_q8_0, 32>(src, nb, out);
+    case DType::Q2_K:
+      return dq_blocks<block_q2_K, dq_q2_k, 256>(src, nb, out);
+    case DType::Q3_K:
+      return dq_blocks<block_q3_K, dq_q3_k, 256>(src, nb, out);
+    case DType::Q4_K:
+      return dq_blocks<block_q4_K, dq_q4_k, 256>(src, nb, out);
+    case DType::Q5_K:
+      return dq_blocks<block_q5_K, dq_q5_k, 256>(src, nb, out);
+    case DType::Q6_K:
+      return dq_blocks<block_q6_K, dq_q6_k, 256>(src, nb, out);
     default:
       return;
   }

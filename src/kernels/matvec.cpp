@@ -27,7 +27,7 @@ MatView MatView::of(const Tensor& t) {
 
 namespace {
 
-constexpr int64_t kRowGrain = 16;            // rows per scheduling unit
+constexpr int64_t kRowGrain = 16;              // rows per scheduling unit
 constexpr size_t kMinParallelBytes = 1 << 16;  // smaller matrices run on the caller only
 
 bool supported(DType t) {
@@ -117,12 +117,11 @@ void matvec(const MatView& w, const float* x, float* y, ThreadPool& pool) {
 }
 
 void matvec_isa(Isa isa, const MatView& w, const float* x, float* y, ThreadPool& pool) {
-  CACHET_CHECK(supported(w.type), "matvec: weight type ", dtype_name(w.type),
-               " is not supported");
+  CACHET_CHECK(supported(w.type), "matvec: weight type ", dtype_name(w.type), " is not supported");
   CACHET_CHECK(w.rows >= 0 && w.cols >= 0, "matvec: bad shape [", w.rows, ", ", w.cols, "]");
   const DTypeInfo& info = dtype_info(w.type);
-  CACHET_CHECK(w.cols % info.block_elems == 0, "matvec: ", dtype_name(w.type), " row of ",
-               w.cols, " elements is not a whole number of ", info.block_elems, "-blocks");
+  CACHET_CHECK(w.cols % info.block_elems == 0, "matvec: ", dtype_name(w.type), " row of ", w.cols,
+               " elements is not a whole number of ", info.block_elems, "-blocks");
   if (w.rows == 0) return;
   CACHET_CHECK(y != nullptr, "matvec: null output");
   if (w.cols == 0) {

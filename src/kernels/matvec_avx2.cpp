@@ -48,7 +48,8 @@ void quantize_x_q8_k_avx2(const float* x, int64_t n, int8_t* qs, float* d, int16
   for (int64_t b = 0; b < n / 256; ++b) {
     const float* xb = x + 256 * b;
     __m256 amax = _mm256_setzero_ps();
-    for (int k = 0; k < 32; ++k) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + 8 * k)));
+    for (int k = 0; k < 32; ++k)
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + 8 * k)));
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
@@ -75,6 +76,8 @@ void quantize_x_q8_k_avx2(const float* x, int64_t n, int8_t* qs, float* d, int16
   }
 }
 
-Kernel avx2_kernel(DType t) { return kernel_256(t); }
+Kernel avx2_kernel(DType t) {
+  return kernel_256(t);
+}
 
 }  // namespace cachet::kern

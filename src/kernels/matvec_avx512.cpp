@@ -9,7 +9,9 @@ namespace {
 inline float hsum16(__m512 v) {
   return hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
-inline __m512i loadu512(const void* p) { return _mm512_loadu_si512(p); }
+inline __m512i loadu512(const void* p) {
+  return _mm512_loadu_si512(p);
+}
 // [a | b] from two 256-bit loads.
 inline __m512i load2x256(const void* a, const void* b) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(a)), loadu256(b), 1);
@@ -72,16 +74,16 @@ struct KQ8_0_512 {
     for (; b + 2 <= nb; b += 2) {
       const __m512i xv = loadu512(x.qs + 32 * b);
       // (w + 128) * x summed, minus 128 * sum(x) per block (lanes 0 and 8)
-      const __m512i corr = _mm512_inserti32x4(
-          _mm512_zextsi128_si512(_mm_cvtsi32_si128(-128 * x.isum[b])),
-          _mm_cvtsi32_si128(-128 * x.isum[b + 1]), 2);
+      const __m512i corr =
+          _mm512_inserti32x4(_mm512_zextsi128_si512(_mm_cvtsi32_si128(-128 * x.isum[b])),
+                             _mm_cvtsi32_si128(-128 * x.isum[b + 1]), 2);
       const __m512 dx = _mm512_insertf32x8(_mm512_set1_ps(x.d[b]), _mm256_set1_ps(x.d[b + 1]), 1);
       for (int r = 0; r < NR; ++r) {
         const block_q8_0* bl = blocks<block_q8_0>(rp[r]) + b;
         const __m512i w = _mm512_xor_si512(load2x256(bl[0].qs, bl[1].qs), k80);
         const __m512i p = _mm512_dpbusd_epi32(corr, w, xv);
-        const __m512 dw = _mm512_cvtph_ps(
-            _mm512_castsi512_si256(_mm512_permutexvar_epi16(didx, loadu512(bl))));
+        const __m512 dw =
+            _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(didx, loadu512(bl))));
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dx), acc[r]);
       }
     }
@@ -106,13 +108,16 @@ struct KQ4K_512 {
   static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
     const int64_t nb = n / 256;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    // word k of each index: which of the 8 scales multiplies word k of a product
-    // (low nibbles of 64 bytes: sub-blocks 4c+0 | 4c+2, high nibbles: 4c+1 | 4c+3)
+    // Byte shuffles (within 128-bit lanes holding the 8 scales as words) that spread the scale
+    // of each product word: low nibbles of 64 bytes hold sub-blocks 4c+0 | 4c+2, high nibbles
+    // 4c+1 | 4c+3 (256-bit halves).
     __m512i sidx[4];
     for (int c = 0; c < 2; ++c)
       for (int h = 0; h < 2; ++h) {
-        const short a = static_cast<short>(4 * c + h), bb = static_cast<short>(4 * c + h + 2);
-        sidx[2 * c + h] = _mm512_inserti64x4(_mm512_set1_epi16(a), _mm256_set1_epi16(bb), 1);
+        const int a = 4 * c + h, b = a + 2;
+        const short wa = static_cast<short>(((2 * a + 1) << 8) | (2 * a));
+        const short wb = static_cast<short>(((2 * b + 1) << 8) | (2 * b));
+        sidx[2 * c + h] = _mm512_inserti64x4(_mm512_set1_epi16(wa), _mm256_set1_epi16(wb), 1);
       }
     __m512 acc[NR];
     __m128 macc[NR];
@@ -126,11 +131,11 @@ struct KQ4K_512 {
       }
       const __m128i bs16 =
           _mm_hadd_epi16(loadu128(x.bsums + 16 * i), loadu128(x.bsums + 16 * i + 8));
-      const float dx = x.d[i];
+      const __m128 dx = _mm_set1_ps(x.d[i]);
       for (int r = 0; r < NR; ++r) {
         const block_q4_K* bl = blocks<block_q4_K>(rp[r]) + i;
         const __m128i sc_mn = k4_scales(bl->scales);
-        const __m512i sc = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sc_mn));
+        const __m512i sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sc_mn));
         const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(sc_mn, 8));
         __m512i isum = _mm512_setzero_si512();
         for (int c = 0; c < 2; ++c) {
@@ -138,13 +143,16 @@ struct KQ4K_512 {
           const __m512i lo = _mm512_and_si512(q, m4);
           const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
           isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(lo, xv[2 * c]),
-                                     _mm512_permutexvar_epi16(sidx[2 * c], sc));
+                                     _mm512_shuffle_epi8(sc, sidx[2 * c]));
           isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(hi, xv[2 * c + 1]),
-                                     _mm512_permutexvar_epi16(sidx[2 * c + 1], sc));
+                                     _mm512_shuffle_epi8(sc, sidx[2 * c + 1]));
         }
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h2f(bl->d) * dx), acc[r]);
+        uint32_t dm;
+        std::memcpy(&dm, &bl->d, 4);  // d, dmin
+        const __m128 s = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm))), dx);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_broadcastss_ps(s), acc[r]);
         macc[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(mins, bs16)),
-                               _mm_set1_ps(h2f(bl->dmin) * dx), macc[r]);
+                               _mm_shuffle_ps(s, s, 0x55), macc[r]);
       }
     }
     for (int r = 0; r < NR; ++r) out[r] = hsum16(acc[r]) - hsum4(macc[r]);
@@ -208,13 +216,20 @@ struct KQ6K_512 {
 
 Kernel avx512_kernel(DType t) {
   switch (t) {
-    case DType::F32: return {rows_tiled<KFloat512<L512F32, LoadF32>, 4>, XKind::F32};
-    case DType::F16: return {rows_tiled<KFloat512<L512F16, LoadF16>, 4>, XKind::F32};
-    case DType::BF16: return {rows_tiled<KFloat512<L512BF16, LoadBF16>, 4>, XKind::F32};
-    case DType::Q8_0: return {rows_tiled<KQ8_0_512, 4>, XKind::Q8_32};
-    case DType::Q4_K: return {rows_tiled<KQ4K_512, 2>, XKind::Q8_K};
-    case DType::Q6_K: return {rows_tiled<KQ6K_512, 2>, XKind::Q8_K};
-    default: return kernel_256(t);
+    case DType::F32:
+      return {rows_tiled<KFloat512<L512F32, LoadF32>, 4>, XKind::F32};
+    case DType::F16:
+      return {rows_tiled<KFloat512<L512F16, LoadF16>, 4>, XKind::F32};
+    case DType::BF16:
+      return {rows_tiled<KFloat512<L512BF16, LoadBF16>, 4>, XKind::F32};
+    case DType::Q8_0:
+      return {rows_tiled<KQ8_0_512, 4>, XKind::Q8_32};
+    case DType::Q4_K:
+      return {rows_tiled<KQ4K_512, 4>, XKind::Q8_K};
+    case DType::Q6_K:
+      return {rows_tiled<KQ6K_512, 2>, XKind::Q8_K};
+    default:
+      return kernel_256(t);
   }
 }
 

@@ -191,8 +191,14 @@ struct VecOps {
     }
     const float var = V::hsum(acc) / static_cast<float>(n);
     const F inv = V::set1(1.0f / std::sqrt(var + eps));
-    for (i = 0; i < n; i += W) {
-      const int r = n - i >= W ? W : static_cast<int>(n - i);
+    for (i = 0; i + W <= n; i += W) {
+      F t = V::mul(V::sub(V::load(x + i), m), inv);
+      if (w) t = V::mul(t, V::load(w + i));
+      if (b) t = V::add(t, V::load(b + i));
+      V::store(y + i, t);
+    }
+    if (i < n) {
+      const int r = static_cast<int>(n - i);
       F t = V::mul(V::sub(V::load_n(x + i, r), m), inv);
       if (w) t = V::mul(t, V::load_n(w + i, r));
       if (b) t = V::add(t, V::load_n(b + i, r));

@@ -4,10 +4,16 @@
 // ggml's reference code, so the results are bit-identical. Quantization follows ggml's reference
 // quantizers (the scale searches of the K formats included): same sums in the same order, same
 // rounding rules (round-half-even via the 1.5 * 2^23 trick where ggml uses it, roundf elsewhere).
-// The library is built without floating-point contraction, so no fused multiply-adds change a
-// rounding.
+// No expression may be contracted into a fused multiply-add (the pragmas below), so the results
+// stay the same when the file is built for an instruction set with FMA.
 //
 // Blocks are copied to and from locals with memcpy: rows need not be aligned.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include "cachet/quant.h"
 
 #include <algorithm>
@@ -33,12 +39,19 @@ inline int nearest_int(float v) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
-// roundf for |v| < 2^22 (ties away from zero), without a library call.
+// Float to int truncation as C does it, for the values a quantizer can meet (|v| < 2^30);
+// anything else (NaN, infinities from non-finite input) gives 0 instead of undefined behaviour.
+inline int trunc_int(float v) {
+  return static_cast<int>(v > -1073741824.f && v < 1073741824.f ? v : 0.f);
+}
+
+// roundf (ties away from zero) for |v| < 2^22: round to even, then move the exact halves away
+// from zero. Branch-free, so the loops using it vectorize; NaN gives an arbitrary value.
 inline int round_away(float v) {
-  const float a = std::fabs(v);
-  int i = static_cast<int>(a);
-  i += (a - static_cast<float>(i)) >= 0.5f ? 1 : 0;
-  return v < 0 ? -i : i;
+  const int r = nearest_int(v);
+  const float diff = v - static_cast<float>(r);
+  return r + (static_cast<int>(diff == 0.5f) & static_cast<int>(v > 0)) -
+         (static_cast<int>(diff == -0.5f) & static_cast<int>(v < 0));
 }
 
 inline float h2f(half_t h) {
@@ -294,8 +307,8 @@ void q_q4_0(const float* x, void* dst, int64_t nb) {
     for (int j = 0; j < QK4_0 / 2; ++j) {
       const float x0 = x[j] * id;
       const float x1 = x[j + QK4_0 / 2] * id;
-      const int q0 = std::min(15, static_cast<int>(x0 + 8.5f));
-      const int q1 = std::min(15, static_cast<int>(x1 + 8.5f));
+      const int q0 = std::min(15, trunc_int(x0 + 8.5f));
+      const int q1 = std::min(15, trunc_int(x1 + 8.5f));
       b.qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
     }
     store_block(dst, i, b);
@@ -317,8 +330,8 @@ void q_q4_1(const float* x, void* dst, int64_t nb) {
     for (int j = 0; j < QK4_1 / 2; ++j) {
       const float x0 = (x[j] - min) * id;
       const float x1 = (x[j + QK4_1 / 2] - min) * id;
-      const int q0 = std::min(15, static_cast<int>(x0 + 0.5f));
-      const int q1 = std::min(15, static_cast<int>(x1 + 0.5f));
+      const int q0 = std::min(15, trunc_int(x0 + 0.5f));
+      const int q1 = std::min(15, trunc_int(x1 + 0.5f));
       b.qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
     }
     store_block(dst, i, b);
@@ -342,8 +355,8 @@ void q_q5_0(const float* x, void* dst, int64_t nb) {
     for (int j = 0; j < QK5_0 / 2; ++j) {
       const float x0 = x[j] * id;
       const float x1 = x[j + QK5_0 / 2] * id;
-      const uint32_t q0 = static_cast<uint32_t>(std::min(31, static_cast<int>(x0 + 16.5f)));
-      const uint32_t q1 = static_cast<uint32_t>(std::min(31, static_cast<int>(x1 + 16.5f)));
+      const uint32_t q0 = static_cast<uint32_t>(std::min(31, trunc_int(x0 + 16.5f)));
+      const uint32_t q1 = static_cast<uint32_t>(std::min(31, trunc_int(x1 + 16.5f)));
       b.qs[j] = static_cast<uint8_t>((q0 & 0xF) | ((q1 & 0xF) << 4));
       qh |= ((q0 >> 4) & 1) << j;
       qh |= ((q1 >> 4) & 1) << (j + QK5_0 / 2);
@@ -369,8 +382,8 @@ void q_q5_1(const float* x, void* dst, int64_t nb) {
     for (int j = 0; j < QK5_1 / 2; ++j) {
       const float x0 = (x[j] - min) * id;
       const float x1 = (x[j + QK5_1 / 2] - min) * id;
-      const uint32_t q0 = static_cast<uint8_t>(static_cast<int>(x0 + 0.5f));
-      const uint32_t q1 = static_cast<uint8_t>(static_cast<int>(x1 + 0.5f));
+      const uint32_t q0 = static_cast<uint8_t>(trunc_int(x0 + 0.5f));
+      const uint32_t q1 = static_cast<uint8_t>(trunc_int(x1 + 0.5f));
       b.qs[j] = static_cast<uint8_t>((q0 & 0xF) | ((q1 & 0xF) << 4));
       qh |= ((q0 >> 4) & 1) << j;
       qh |= ((q1 >> 4) & 1) << (j + QK5_1 / 2);
@@ -380,10 +393,24 @@ void q_q5_1(const float* x, void* dst, int64_t nb) {
   }
 }
 
+// Largest magnitude of 32 values (NaNs ignored), in independent lanes so it vectorizes; the
+// maximum does not depend on the order of the comparisons.
+inline float abs_max32(const float* x) {
+  float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int j = 0; j < 32; j += 8) {
+    for (int k = 0; k < 8; ++k) {
+      const float ax = std::fabs(x[j + k]);
+      lane[k] = ax > lane[k] ? ax : lane[k];
+    }
+  }
+  float amax = 0;
+  for (float v : lane) amax = v > amax ? v : amax;
+  return amax;
+}
+
 void q_q8_0(const float* x, void* dst, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += QK8_0) {
-    float amax = 0.f;
-    for (int j = 0; j < QK8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float amax = abs_max32(x);
     const float d = amax / 127;
     const float id = d != 0.f ? 1.0f / d : 0.0f;
     block_q8_0 b;
@@ -395,8 +422,7 @@ void q_q8_0(const float* x, void* dst, int64_t nb) {
 
 void q_q8_1(const float* x, void* dst, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += QK8_1) {
-    float amax = 0.f;
-    for (int j = 0; j < QK8_1; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float amax = abs_max32(x);
     const float d = amax / 127;
     const float id = d != 0.f ? 1.0f / d : 0.0f;
     block_q8_1 b;

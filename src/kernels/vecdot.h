@@ -11,19 +11,19 @@ namespace cachet::kern {
 
 // How a kernel wants the activation x.
 enum class XKind {
-  F32,   // x as given
-  Q8_32, // blocks of 32: int8 values, f32 scale, sum of the int8 values
-  Q8_K,  // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
+  F32,    // x as given
+  Q8_32,  // blocks of 32: int8 values, f32 scale, sum of the int8 values
+  Q8_K,   // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
 };
 
 // The prepared activation. Q8 values use a symmetric scale d = max|x| / 127 per block.
 struct XPrep {
-  const float* f32 = nullptr;     // n values
-  const int8_t* qs = nullptr;     // n values (Q8_32, Q8_K)
-  const float* d = nullptr;       // one per block
-  const int32_t* isum = nullptr;  // Q8_32: sum of the block's qs
-  const float* fsum = nullptr;    // Q8_32: d * isum
-  const int16_t* bsums = nullptr; // Q8_K: n / 16 sums of 16 consecutive qs
+  const float* f32 = nullptr;      // n values
+  const int8_t* qs = nullptr;      // n values (Q8_32, Q8_K)
+  const float* d = nullptr;        // one per block
+  const int32_t* isum = nullptr;   // Q8_32: sum of the block's qs
+  const float* fsum = nullptr;     // Q8_32: d * isum
+  const int16_t* bsums = nullptr;  // Q8_K: n / 16 sums of 16 consecutive qs
 };
 
 // Computes y[r] for r in [r0, r1).

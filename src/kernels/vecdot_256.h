@@ -29,9 +29,15 @@ inline float hsum4(__m128 s) {
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
-inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
-inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m128i loadu128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline float h2f(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+inline __m256i loadu256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+inline __m128i loadu128(const void* p) {
+  return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
 template <typename B>
 inline const B* blocks(const uint8_t* row) {
   return reinterpret_cast<const B*>(row);
@@ -39,9 +45,13 @@ inline const B* blocks(const uint8_t* row) {
 
 #ifdef CACHET_VECDOT_VNNI
 // acc + sum of 4 adjacent u8 x s8 products per int32 lane.
-inline __m256i dot_us(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+inline __m256i dot_us(__m256i acc, __m256i u, __m256i s) {
+  return _mm256_dpbusd_epi32(acc, u, s);
+}
 // acc + sum of 2 adjacent i16 x i16 products per int32 lane.
-inline __m256i dot_ww(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_epi32(acc, a, b); }
+inline __m256i dot_ww(__m256i acc, __m256i a, __m256i b) {
+  return _mm256_dpwssd_epi32(acc, a, b);
+}
 #else
 inline __m256i dot_us(__m256i acc, __m256i u, __m256i s) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
@@ -79,7 +89,9 @@ void rows_tiled(const MatView& w, const XPrep& x, float* y, int64_t r0, int64_t 
 
 struct LoadF32 {
   static constexpr int kSize = 4;
-  static __m256 load(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static __m256 load(const uint8_t* p) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  }
   static float one(const uint8_t* p) {
     float v;
     std::memcpy(&v, p, 4);
@@ -200,9 +212,9 @@ struct KQ32 {
 // The 8 six-bit scales and mins of a Q4_K / Q5_K block (12 bytes at s, 16 readable): bytes
 // 0..7 of the result are the scales, 8..15 the mins.
 inline __m128i k4_scales(const uint8_t* s) {
-  const __m128i a = loadu128(s);                        // a0 a1 a2 (a3 unused)
-  const __m128i p = _mm_shuffle_epi32(a, 0x98);         // a0 a2 a1 a2
-  const __m128i q = _mm_shuffle_epi32(a, 0x50);         // a0 a0 a1 a1
+  const __m128i a = loadu128(s);                 // a0 a1 a2 (a3 unused)
+  const __m128i p = _mm_shuffle_epi32(a, 0x98);  // a0 a2 a1 a2
+  const __m128i q = _mm_shuffle_epi32(a, 0x50);  // a0 a0 a1 a1
   const __m128i low = _mm_and_si128(_mm_srlv_epi32(p, _mm_setr_epi32(0, 0, 0, 4)),
                                     _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
   const __m128i high = _mm_and_si128(_mm_slli_epi32(_mm_srli_epi32(q, 6), 4),
@@ -212,7 +224,8 @@ inline __m128i k4_scales(const uint8_t* s) {
 
 // Broadcast of 16-bit word k of each 128-bit lane.
 inline __m256i bcast_word(__m256i v, int k) {
-  return _mm256_shuffle_epi8(v, _mm256_set1_epi16(static_cast<short>(((2 * k + 1) << 8) | (2 * k))));
+  return _mm256_shuffle_epi8(v,
+                             _mm256_set1_epi16(static_cast<short>(((2 * k + 1) << 8) | (2 * k))));
 }
 
 // Q4_K (kBits 4) and Q5_K (kBits 5).
@@ -228,7 +241,8 @@ struct KQ45K {
     for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps(), macc[r] = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
       const int8_t* xq = x.qs + 256 * i;
-      const __m128i bs16 = _mm_hadd_epi16(loadu128(x.bsums + 16 * i), loadu128(x.bsums + 16 * i + 8));
+      const __m128i bs16 =
+          _mm_hadd_epi16(loadu128(x.bsums + 16 * i), loadu128(x.bsums + 16 * i + 8));
       __m256i xv[8];
       for (int j = 0; j < 8; ++j) xv[j] = loadu256(xq + 32 * j);
       for (int r = 0; r < NR; ++r) {
@@ -304,15 +318,18 @@ struct KQ6K {
                                              _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
           const int8_t* xh = xq + 128 * h;
           isum = dot_ww(isum, _mm256_maddubs_epi16(q1, loadu256(xh)), pair_scales(s8, 8 * h + 0));
-          isum = dot_ww(isum, _mm256_maddubs_epi16(q2, loadu256(xh + 32)), pair_scales(s8, 8 * h + 2));
-          isum = dot_ww(isum, _mm256_maddubs_epi16(q3, loadu256(xh + 64)), pair_scales(s8, 8 * h + 4));
-          isum = dot_ww(isum, _mm256_maddubs_epi16(q4, loadu256(xh + 96)), pair_scales(s8, 8 * h + 6));
+          isum =
+              dot_ww(isum, _mm256_maddubs_epi16(q2, loadu256(xh + 32)), pair_scales(s8, 8 * h + 2));
+          isum =
+              dot_ww(isum, _mm256_maddubs_epi16(q3, loadu256(xh + 64)), pair_scales(s8, 8 * h + 4));
+          isum =
+              dot_ww(isum, _mm256_maddubs_epi16(q4, loadu256(xh + 96)), pair_scales(s8, 8 * h + 6));
         }
         // offset -32: subtract 32 * sum_s scale[s] * bsums[s]
         const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(s8), bs);
         isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(corr, 5));
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h2f(bl->d) * x.d[i]),
-                                 acc[r]);
+        acc[r] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h2f(bl->d) * x.d[i]), acc[r]);
       }
     }
     for (int r = 0; r < NR; ++r) out[r] = hsum8(acc[r]);
@@ -334,22 +351,35 @@ void rows_generic(const MatView& w, const XPrep& x, float* y, int64_t r0, int64_
 // The kernel table of this instruction set.
 Kernel kernel_256(DType t) {
   switch (t) {
-    case DType::F32: return {rows_tiled<KFloat<LoadF32>, 4>, XKind::F32};
-    case DType::F16: return {rows_tiled<KFloat<LoadF16>, 4>, XKind::F32};
-    case DType::BF16: return {rows_tiled<KFloat<LoadBF16>, 4>, XKind::F32};
-    case DType::Q8_0: return {rows_tiled<KQ8_0, 2>, XKind::Q8_32};
-    case DType::Q4_0: return {rows_tiled<KQ32<block_q4_0, 4, false>, 2>, XKind::Q8_32};
-    case DType::Q4_1: return {rows_tiled<KQ32<block_q4_1, 4, true>, 2>, XKind::Q8_32};
-    case DType::Q5_0: return {rows_tiled<KQ32<block_q5_0, 5, false>, 2>, XKind::Q8_32};
-    case DType::Q5_1: return {rows_tiled<KQ32<block_q5_1, 5, true>, 2>, XKind::Q8_32};
-    case DType::Q4_K: return {rows_tiled<KQ45K<4>, 2>, XKind::Q8_K};
-    case DType::Q5_K: return {rows_tiled<KQ45K<5>, 2>, XKind::Q8_K};
-    case DType::Q6_K: return {rows_tiled<KQ6K, 2>, XKind::Q8_K};
+    case DType::F32:
+      return {rows_tiled<KFloat<LoadF32>, 4>, XKind::F32};
+    case DType::F16:
+      return {rows_tiled<KFloat<LoadF16>, 4>, XKind::F32};
+    case DType::BF16:
+      return {rows_tiled<KFloat<LoadBF16>, 4>, XKind::F32};
+    case DType::Q8_0:
+      return {rows_tiled<KQ8_0, 2>, XKind::Q8_32};
+    case DType::Q4_0:
+      return {rows_tiled<KQ32<block_q4_0, 4, false>, 2>, XKind::Q8_32};
+    case DType::Q4_1:
+      return {rows_tiled<KQ32<block_q4_1, 4, true>, 2>, XKind::Q8_32};
+    case DType::Q5_0:
+      return {rows_tiled<KQ32<block_q5_0, 5, false>, 2>, XKind::Q8_32};
+    case DType::Q5_1:
+      return {rows_tiled<KQ32<block_q5_1, 5, true>, 2>, XKind::Q8_32};
+    case DType::Q4_K:
+      return {rows_tiled<KQ45K<4>, 2>, XKind::Q8_K};
+    case DType::Q5_K:
+      return {rows_tiled<KQ45K<5>, 2>, XKind::Q8_K};
+    case DType::Q6_K:
+      return {rows_tiled<KQ6K, 2>, XKind::Q8_K};
     case DType::Q2_K:
     case DType::Q3_K:
     case DType::Q8_1:
-    case DType::Q8_K: return {rows_generic, XKind::F32};
-    default: return {};
+    case DType::Q8_K:
+      return {rows_generic, XKind::F32};
+    default:
+      return {};
   }
 }
 

@@ -17,7 +17,6 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <unordered_set>
 
 #include "cachet/arena.h"
 #include "cachet/error.h"
@@ -122,19 +121,21 @@ class RecurrentGemma final : public LanguageModel {
     if (states.empty()) fail("forward_batch: no states");
     if (states.size() != tokens.size())
       fail("forward_batch: ", states.size(), " states but ", tokens.size(), " tokens");
-    std::unordered_set<const void*> seen;
+    // Member buffers keep their capacity: a steady batch size allocates nothing.
+    seen_.clear();
     for (size_t i = 0; i < states.size(); ++i) {
       if (!states[i]) fail("forward_batch: state ", i, " is null");
       own_state(*states[i], "forward_batch");
-      if (!seen.insert(states[i]->impl()).second)
-        fail("forward_batch: state ", i, " appears more than once");
+      seen_.push_back(states[i]->impl());
     }
+    std::sort(seen_.begin(), seen_.end());
+    if (std::adjacent_find(seen_.begin(), seen_.end()) != seen_.end())
+      fail("forward_batch: the same state appears more than once");
     check_tokens(tokens);
     const int64_t N = static_cast<int64_t>(states.size());
     const int64_t V = cfg_.vocab_size;
     if (logits.size() != static_cast<size_t>(N * V)) logits.resize(static_cast<size_t>(N * V));
-    std::vector<Segment> segs;
-    segs.reserve(static_cast<size_t>(std::min(N, kMaxRows)));
+    std::vector<Segment>& segs = segs_;
     for (int64_t start = 0; start < N; start += kMaxRows) {
       const int64_t n = std::min(kMaxRows, N - start);
       segs.clear();
@@ -577,6 +578,8 @@ class RecurrentGemma final : public LanguageModel {
   ModelInfo info_;
   std::shared_ptr<const models::RgLayout> layout_;
   Arena arena_{1 << 20};
+  std::vector<Segment> segs_;
+  std::vector<const void*> seen_;
 };
 
 }  // namespace

@@ -3,22 +3,53 @@
 #include <algorithm>
 
 #include "cachet/error.h"
+#include "cachet/state_file.h"
 
 namespace cachet::models {
+
+namespace {
+constexpr char kArch[] = "recurrent_gemma";
+}  // namespace
 
 void RgState::reset() {
   std::fill(buf.begin(), buf.end(), 0.0f);
   pos = 0;
 }
 
+// Sections: "position" (i64), the layout sizes (i64, checked on load) and "caches" (f32, the
+// whole state buffer in layout order).
 void RgState::save(const std::string& path) const {
-  fail(path, ": saving a state is not implemented yet");
+  StateWriter w(kArch, layout->fingerprint);
+  w.add_i64("position", pos);
+  w.add_i64("layers", static_cast<int64_t>(layout->offset.size()));
+  w.add_i64("conv_rows", layout->conv_rows);
+  w.add_i64("lru_width", layout->lru_width);
+  w.add_i64("window", layout->window);
+  w.add_i64("kv_dim", layout->kv_dim);
+  w.add_section_ref("caches", buf.data(), buf.size() * sizeof(float), DType::F32);
+  w.write(path);
 }
 
 std::unique_ptr<RgState> RgState::load(std::shared_ptr<const RgLayout> lay,
                                        const std::string& path) {
-  (void)lay;
-  fail(path, ": loading a state is not implemented yet");
+  StateReader r = StateReader::open(path);
+  r.expect_model(kArch, lay->fingerprint);
+  auto check = [&](const char* name, int64_t want) {
+    const int64_t got = r.i64(name);
+    if (got != want)
+      fail(path, ": state section '", name, "' is ", got, ", this model needs ", want);
+  };
+  check("layers", static_cast<int64_t>(lay->offset.size()));
+  check("conv_rows", lay->conv_rows);
+  check("lru_width", lay->lru_width);
+  check("window", lay->window);
+  check("kv_dim", lay->kv_dim);
+  const int64_t pos = r.i64("position");
+  if (pos < 0) fail(path, ": state position ", pos, " is negative");
+  auto st = std::make_unique<RgState>(lay);
+  r.read_exact("caches", st->buf.data(), st->buf.size() * sizeof(float));
+  st->pos = pos;
+  return st;
 }
 
 }  // namespace cachet::models

@@ -53,18 +53,22 @@ std::string StopMatcher::finish() {
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::Length: return "length";
-    case FinishReason::StopToken: return "stop token";
-    case FinishReason::StopString: return "stop string";
-    case FinishReason::Callback: return "stopped";
-    case FinishReason::PositionLimit: return "position limit";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::StopToken:
+      return "stop token";
+    case FinishReason::StopString:
+      return "stop string";
+    case FinishReason::Callback:
+      return "stopped";
+    case FinishReason::PositionLimit:
+      return "position limit";
   }
   return "?";
 }
 
-GenerateResult generate(LanguageModel& model, State& state, const Tokenizer& tok,
-                        Sampler& sampler, std::span<const int32_t> prompt,
-                        const GenerateOptions& opts,
+GenerateResult generate(LanguageModel& model, State& state, const Tokenizer& tok, Sampler& sampler,
+                        std::span<const int32_t> prompt, const GenerateOptions& opts,
                         const std::function<bool(std::string_view)>& on_text) {
   using Clock = std::chrono::steady_clock;
   CACHET_CHECK(!prompt.empty(), "generate: the prompt has no tokens");
@@ -77,11 +81,10 @@ GenerateResult generate(LanguageModel& model, State& state, const Tokenizer& tok
   if (limit > 0) {
     const int64_t need = state.position() + static_cast<int64_t>(prompt.size());
     CACHET_CHECK(need <= limit, "the prompt has ", prompt.size(), " tokens",
-                 state.position() > 0 ? " (after " + std::to_string(state.position()) +
-                                            " earlier tokens)"
-                                      : std::string(),
-                 " but the model takes at most ", limit,
-                 " positions: shorten the prompt");
+                 state.position() > 0
+                     ? " (after " + std::to_string(state.position()) + " earlier tokens)"
+                     : std::string(),
+                 " but the model takes at most ", limit, " positions: shorten the prompt");
   }
 
   GenerateResult res;

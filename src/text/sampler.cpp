@@ -16,20 +16,22 @@ void SamplingParams::validate() const {
                ": it must be in (0, 1] (1 disables it)");
   CACHET_CHECK(std::isfinite(min_p) && min_p >= 0.0f && min_p <= 1.0f, "invalid min-p ", min_p,
                ": it must be in [0, 1] (0 disables it)");
-  CACHET_CHECK(std::isfinite(repeat_penalty) && repeat_penalty > 0.0f,
-               "invalid repeat penalty ", repeat_penalty, ": it must be > 0 (1 disables it)");
+  CACHET_CHECK(std::isfinite(repeat_penalty) && repeat_penalty > 0.0f, "invalid repeat penalty ",
+               repeat_penalty, ": it must be > 0 (1 disables it)");
   CACHET_CHECK(repeat_last_n >= -1, "invalid repeat-last-n ", repeat_last_n,
                ": it must be >= 0, or -1 for the whole sequence");
   CACHET_CHECK(std::isfinite(presence_penalty), "invalid presence penalty ", presence_penalty,
                ": it must be a finite number (0 disables it)");
-  CACHET_CHECK(std::isfinite(frequency_penalty), "invalid frequency penalty ",
-               frequency_penalty, ": it must be a finite number (0 disables it)");
+  CACHET_CHECK(std::isfinite(frequency_penalty), "invalid frequency penalty ", frequency_penalty,
+               ": it must be a finite number (0 disables it)");
 }
 
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+inline uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 inline uint64_t splitmix64(uint64_t& x) {
   uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -55,7 +57,9 @@ uint64_t Rng::next() {
   return result;
 }
 
-double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -109,8 +113,7 @@ std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) cons
     size_t best = 0;
     for (size_t i = 1; i < n; ++i)
       if (l[i] > l[best]) best = i;
-    CACHET_CHECK(l[best] > -std::numeric_limits<float>::infinity(),
-                 "sampler: every logit is -inf");
+    CACHET_CHECK(l[best] > -std::numeric_limits<float>::infinity(), "sampler: every logit is -inf");
     return {{static_cast<int32_t>(best), 1.0}};
   }
 
@@ -127,8 +130,8 @@ std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) cons
   std::sort(idx.begin(), idx.end(), better);
   const double inv_t = 1.0 / static_cast<double>(params_.temperature);
   const double top = static_cast<double>(l[idx[0]]) * inv_t;
-  CACHET_CHECK(std::isfinite(top), "sampler: the highest logit (token ", idx[0], ") is ",
-               l[idx[0]], "; logits must be finite and not all -inf");
+  CACHET_CHECK(std::isfinite(top), "sampler: the highest logit (token ", idx[0], ") is ", l[idx[0]],
+               "; logits must be finite and not all -inf");
 
   // 5. Softmax and top-p.
   std::vector<TokenProb> out;

@@ -38,14 +38,21 @@ class Reader {
   }
   void skip(int wire) {
     switch (wire) {
-      case 0: varint(); break;
+      case 0:
+        varint();
+        break;
       case 1:
         CACHET_CHECK(end_ - p_ >= 8, name_, ": truncated SentencePiece model (fixed64)");
         p_ += 8;
         break;
-      case 2: bytes(); break;
-      case 5: fixed32(); break;
-      default: fail(name_, ": malformed SentencePiece model (wire type ", wire, ")");
+      case 2:
+        bytes();
+        break;
+      case 5:
+        fixed32();
+        break;
+      default:
+        fail(name_, ": malformed SentencePiece model (wire type ", wire, ")");
     }
   }
 

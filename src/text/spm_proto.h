@@ -25,9 +25,9 @@ struct Piece {
 
 struct Summary {
   std::vector<Piece> pieces;
-  int32_t model_type = 1;         // 1 unigram, 2 BPE, 3 word, 4 char
+  int32_t model_type = 1;  // 1 unigram, 2 BPE, 3 word, 4 char
   bool byte_fallback = false;
-  bool add_dummy_prefix = true;   // NormalizerSpec defaults
+  bool add_dummy_prefix = true;  // NormalizerSpec defaults
   bool remove_extra_whitespaces = true;
   bool escape_whitespaces = true;
 };

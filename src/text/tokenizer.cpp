@@ -65,15 +65,15 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
 
 Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   if (const GgufValue* v = gguf.find(kProtoKey)) {
-    CACHET_CHECK(v->is_array() && (v->elem_type() == GgufType::UINT8 ||
-                                   v->elem_type() == GgufType::INT8),
-                 gguf.path(), ": metadata key '", kProtoKey, "' must be a uint8 array");
+    CACHET_CHECK(
+        v->is_array() && (v->elem_type() == GgufType::UINT8 || v->elem_type() == GgufType::INT8),
+        gguf.path(), ": metadata key '", kProtoKey, "' must be a uint8 array");
     std::string bytes(static_cast<const char*>(v->raw_data()), v->size());
     return from_model_proto(bytes, gguf.path() + " (" + kProtoKey + ")");
   }
   CACHET_CHECK(gguf.has(kTokensKey), gguf.path(),
-               ": the file holds no tokenizer (no metadata key '", kProtoKey, "' or '",
-               kTokensKey, "'): convert the model again from a directory with tokenizer.model");
+               ": the file holds no tokenizer (no metadata key '", kProtoKey, "' or '", kTokensKey,
+               "'): convert the model again from a directory with tokenizer.model");
   const std::string kind = gguf.get_string("tokenizer.ggml.model", "llama");
   CACHET_CHECK(kind == "llama", gguf.path(), ": tokenizer.ggml.model is '", kind,
                "'; only SentencePiece tokenizers ('llama') are supported");
@@ -89,8 +89,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   std::vector<int32_t> types(n, spm_proto::kNormal);
   if (gguf.has("tokenizer.ggml.token_type")) {
     types = gguf.get_i32_array("tokenizer.ggml.token_type");
-    CACHET_CHECK(types.size() == n, gguf.path(), ": tokenizer.ggml.token_type has ",
-                 types.size(), " entries for ", n, " tokens");
+    CACHET_CHECK(types.size() == n, gguf.path(), ": tokenizer.ggml.token_type has ", types.size(),
+                 " entries for ", n, " tokens");
   }
   spm_proto::BuildSpec spec;
   spec.pieces.resize(n);
@@ -212,7 +212,9 @@ int Tokenizer::byte_value(int32_t id) const {
   return (id >= 0 && id < vocab_size_) ? byte_of_[id] : -1;
 }
 
-std::string Tokenizer::model_proto() const { return sp_->serialized_model_proto(); }
+std::string Tokenizer::model_proto() const {
+  return sp_->serialized_model_proto();
+}
 
 // ---------------------------------------------------------------------------------------------
 // StreamDecoder

@@ -40,26 +40,19 @@ TOL_BF16 = 1e-4
 TOL_MODES = 1e-4
 
 # Quantized GGUF vs the reference on the dequantized weights. The weights are identical
-# (dequantization is exact), so the difference comes from the engine quantizing activations
-# to 8 bits (Q8_0 / Q8_K blocks) for the integer dot products of quantized matrices: a relative
-# error of ~1/254 per block on each matmul input, accumulated over the layers and amplified by
-# the recurrence and the final norm. The bounds are ~3x the maximum error measured on the
-# tiny256 model (see QUANT_MEASURED). F16/BF16 and F32 do not quantize activations.
-QUANT_TOL = {
-    "F32": 1e-4,
-    "F16": 1e-4,
-    "BF16": 1e-4,
-    "Q8_0": 0.05,
-    "Q4_0": 0.05,
-    "Q4_1": 0.05,
-    "Q5_0": 0.05,
-    "Q5_1": 0.05,
-    "Q2_K": 0.05,
-    "Q3_K": 0.05,
-    "Q4_K": 0.05,
-    "Q5_K": 0.05,
-    "Q6_K": 0.05,
-}
+# (dequantization is exact), so the difference comes from the engine rounding activations to
+# 8 bits (Q8_0 blocks of 32 / Q8_K blocks of 256) for the integer dot products: ~1/254 of the
+# block maximum on every matmul input, accumulated over the layers and carried by the
+# recurrence. Measured on tiny256 (53 tokens, err as defined above):
+#   prefill: 1.0e-2 .. 1.3e-2 for every integer type;
+#   step (matrix-vector path): Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 2.4e-2 .. 2.7e-2 (32-blocks),
+#   Q4_K Q5_K Q6_K 3.7e-2 (256-blocks), Q2_K Q3_K 2e-6 (f32 activations);
+#   F16 / BF16 ~3e-6 in both modes (f32 activations).
+# Rounding every matmul input of the reference the same way gives 2.7e-2 (blocks of 32) and
+# 3.9e-2 (blocks of 256), so these are the expected sizes. Bounds: ~2.6x the largest.
+QUANT_TOL = {t: 0.07 for t in ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")}
+QUANT_TOL.update({t: 0.1 for t in ("Q4_K", "Q5_K", "Q6_K")})
+QUANT_TOL.update({"Q2_K": 0.035, "Q3_K": 0.035, "F32": 1e-4, "F16": 1e-4, "BF16": 1e-4})
 QUANT_TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"]
 BLOCK = {"Q8_0": 32, "Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "F16": 1, "BF16": 1, "F32": 1}
 for _t in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"):
@@ -326,11 +319,18 @@ def gguf_checks(res, cachet, workdir, quick, measured):
             continue
         e = scaled_err(lg, ref)
         measured[f"{preset}.{qtype}"] = e
-        res.check(label, e <= QUANT_TOL[qtype], f"err={e:.2e} tol={QUANT_TOL[qtype]:.0e}")
-        if qtype in ("Q4_K", "Q8_0") and preset == "tiny256":
+        res.check(label, e <= QUANT_TOL[qtype], f"err={e:.2e} tol={QUANT_TOL[qtype]:.3g}")
+        if preset == "tiny256":
+            # Step mode may take another kernel path (matrix-vector), with its own activation
+            # rounding: both modes must be within the bound of the reference.
             lg2, why = engine_logits(cachet, out, toks, "step")
-            ok = lg2 is not None and scaled_err(lg2, lg) <= max(TOL_MODES, QUANT_TOL[qtype] / 5)
-            res.check(label + ".step_vs_prefill", ok, why)
+            if lg2 is None:
+                res.check(label + ".step", False, why)
+            else:
+                e2 = scaled_err(lg2, ref)
+                measured[f"{preset}.{qtype}.step"] = e2
+                res.check(label + ".step", e2 <= QUANT_TOL[qtype],
+                          f"err={e2:.2e} tol={QUANT_TOL[qtype]:.3g} (vs prefill {scaled_err(lg2, lg):.2e})")
 
 
 def main():

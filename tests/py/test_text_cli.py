@@ -119,7 +119,13 @@ def main():
 
     model_dir = os.path.join(wd, "tiny")
     cfg = make_tiny_rg.make_config("tiny", vocab_size=VOCAB)
-    make_tiny_rg.write_model(model_dir, cfg, make_tiny_rg.init_weights(cfg, seed=3))
+    w = make_tiny_rg.init_weights(cfg, seed=3)
+    # A separate output head: with tied embeddings a random model mostly repeats its input.
+    gen = torch.Generator().manual_seed(1003)
+    w["lm_head.weight"] = torch.randn(w["model.embed_tokens.weight"].shape, generator=gen) * (
+        2.0 / math.sqrt(cfg["hidden_size"]))
+    cfg["tie_word_embeddings"] = False
+    make_tiny_rg.write_model(model_dir, cfg, w)
     tok_model = train_tokenizer(wd)
     shutil.copy(tok_model, os.path.join(model_dir, "tokenizer.model"))
     sp = spm.SentencePieceProcessor(model_file=tok_model)
@@ -135,9 +141,11 @@ def main():
     # 1. Greedy run == reference greedy.
     prompts = ["hello world", "the quick brown fox", "caf\u00e9 \u65e5\u672c"]
     n = 16
+    distinct = 0
     for prompt in prompts:
         toks = [sp.bos_id()] + sp.encode(prompt)
         want_ids, _ = ref.greedy(toks, n)
+        distinct = max(distinct, len(set(want_ids)))
         want = sp.decode(want_ids)
         for m in models:
             rc, out, err = run(cachet, ["run", "-m", m, "-p", prompt, "-n", str(n), "--temp", "0"]
@@ -149,6 +157,7 @@ def main():
                 check(out.startswith(want), f"run {m} {prompt!r}: got {out!r} want {want!r}...")
             check(re.search(r"prompt: \d+ tokens, [\d.]+ tok/s; generation: \d+ tokens, "
                             r"[\d.]+ tok/s", err), f"run stats line missing: {err!r}")
+    check(distinct >= 4, f"the test model's greedy output is degenerate ({distinct} tokens)")
     print("run: greedy checked")
 
     # 2. Same seed, same text; sampling parameters are honoured (top-k 1 == greedy).

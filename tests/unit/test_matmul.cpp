@@ -27,7 +27,9 @@ const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DTyp
                         DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
                         DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-bool float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+bool float_type(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
 
 void put_half(uint8_t* p, float v) {
   const uint16_t h = f32_to_f16(v);
@@ -63,9 +65,15 @@ std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols, std::mt
   for (int64_t i = 0; i < blocks; ++i) {
     uint8_t* b = w.data() + i * info.block_bytes;
     switch (t) {
-      case DType::Q4_0: put_half(b + offsetof(block_q4_0, d), pos(rng) / 8); break;
-      case DType::Q5_0: put_half(b + offsetof(block_q5_0, d), pos(rng) / 16); break;
-      case DType::Q8_0: put_half(b + offsetof(block_q8_0, d), pos(rng) / 128); break;
+      case DType::Q4_0:
+        put_half(b + offsetof(block_q4_0, d), pos(rng) / 8);
+        break;
+      case DType::Q5_0:
+        put_half(b + offsetof(block_q5_0, d), pos(rng) / 16);
+        break;
+      case DType::Q8_0:
+        put_half(b + offsetof(block_q8_0, d), pos(rng) / 128);
+        break;
       case DType::Q4_1:
         put_half(b + offsetof(block_q4_1, d), pos(rng) / 8);
         put_half(b + offsetof(block_q4_1, m), -pos(rng));
@@ -78,7 +86,9 @@ std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols, std::mt
         put_half(b + offsetof(block_q2_K, d), pos(rng) / 32);
         put_half(b + offsetof(block_q2_K, dmin), pos(rng) / 16);
         break;
-      case DType::Q3_K: put_half(b + offsetof(block_q3_K, d), pos(rng) / 64); break;
+      case DType::Q3_K:
+        put_half(b + offsetof(block_q3_K, d), pos(rng) / 64);
+        break;
       case DType::Q4_K:
         put_half(b + offsetof(block_q4_K, d), pos(rng) / 256);
         put_half(b + offsetof(block_q4_K, dmin), pos(rng) / 64);
@@ -87,8 +97,11 @@ std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols, std::mt
         put_half(b + offsetof(block_q5_K, d), pos(rng) / 512);
         put_half(b + offsetof(block_q5_K, dmin), pos(rng) / 64);
         break;
-      case DType::Q6_K: put_half(b + offsetof(block_q6_K, d), pos(rng) / 2048); break;
-      default: break;
+      case DType::Q6_K:
+        put_half(b + offsetof(block_q6_K, d), pos(rng) / 2048);
+        break;
+      default:
+        break;
     }
   }
   return w;
@@ -126,7 +139,9 @@ std::vector<Isa> simd_isas() {
 // Products of bf16-rounded weights and activations (the AVX-512 path for block-quantized
 // weights) have a relative error of at most 2^-8 each, independent from one term to the next;
 // f32 paths only see accumulation rounding.
-bool bf16_path(Isa isa, DType t) { return isa == Isa::Avx512 && !float_type(t); }
+bool bf16_path(Isa isa, DType t) {
+  return isa == Isa::Avx512 && !float_type(t);
+}
 
 void check_case(DType t, int64_t rows, int64_t cols, int64_t n, ThreadPool& pool, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -161,9 +176,9 @@ void check_case(DType t, int64_t rows, int64_t cols, int64_t n, ThreadPool& pool
     matmul_isa(isa, w, x.data(), n, y.data(), pool);
     int bad = 0;
     for (size_t i = 0; i < y.size() && bad < 5; ++i) {
-      const double tol = bf16_path(isa, t) ? 6.0 * std::ldexp(1.0, -8) * std::sqrt(sqsum[i]) +
-                                                 1e-5 * absum[i]
-                                           : 1e-5 * absum[i] + 1e-30;
+      const double tol = bf16_path(isa, t)
+                             ? 6.0 * std::ldexp(1.0, -8) * std::sqrt(sqsum[i]) + 1e-5 * absum[i]
+                             : 1e-5 * absum[i] + 1e-30;
       if (!(std::fabs(y[i] - ref[i]) <= tol)) {
         ++bad;
         ADD_FAILURE() << dtype_name(t) << " " << isa_name(isa) << " rows " << rows << " cols "
@@ -210,7 +225,8 @@ TEST_P(MatmulTypes, ThreadCountIndependent) {
         ThreadPool pool(threads);
         std::vector<float> y(static_cast<size_t>(nn * rows));
         matmul_isa(isa, w, x.data(), nn, y.data(), pool);
-        if (first.empty()) first = y;
+        if (first.empty())
+          first = y;
         else
           EXPECT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float)))
               << dtype_name(t) << " " << isa_name(isa) << " n " << nn << " threads " << threads;

@@ -118,8 +118,9 @@ TEST(MatvecSimd, MatchesScalarAllTypes) {
   for (Isa isa : isas()) {
     for (DType t : kTypes) {
       const int64_t be = dtype_info(t).block_elems;
-      const std::vector<int64_t> col_counts =
-          be == 1 ? std::vector<int64_t>{1, 7, 16, 40, 100, 1000} : std::vector<int64_t>{be, 3 * be, 10 * be};
+      const std::vector<int64_t> col_counts = be == 1
+                                                  ? std::vector<int64_t>{1, 7, 16, 40, 100, 1000}
+                                                  : std::vector<int64_t>{be, 3 * be, 10 * be};
       uint32_t seed = 100;
       for (int64_t rows : row_counts) {
         for (int64_t cols : col_counts) {
@@ -131,8 +132,8 @@ TEST(MatvecSimd, MatchesScalarAllTypes) {
           matvec_isa(isa, m.view, x.data(), y.data(), pool);
           for (int64_t r = 0; r < rows; ++r) {
             ASSERT_NEAR(y[r], ref[r], bound(t, m, x, r))
-                << isa_name(isa) << " " << dtype_name(t) << " " << rows << "x" << cols
-                << " row " << r;
+                << isa_name(isa) << " " << dtype_name(t) << " " << rows << "x" << cols << " row "
+                << r;
           }
         }
       }

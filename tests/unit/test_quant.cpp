@@ -137,6 +137,22 @@ TEST(Quant, ZerosStayZero) {
   }
 }
 
+TEST(Quant, NonFiniteInputDoesNotCrash) {
+  // Garbage in, garbage out, but no crash or out-of-bounds write; finite blocks stay intact.
+  auto x = normal_data(1024, 9);
+  x[3] = std::nanf("");
+  x[300] = INFINITY;
+  x[600] = -INFINITY;
+  for (DType t : kAllTypes) {
+    std::vector<uint8_t> q(row_bytes(t, 1024) + 16, 0xAB);
+    quantize_row(t, x.data(), q.data(), 1024);
+    for (size_t i = q.size() - 16; i < q.size(); ++i) ASSERT_EQ(q[i], 0xAB) << dtype_name(t);
+    std::vector<float> y(1024);
+    dequantize_row(t, q.data(), y.data(), 1024);
+    EXPECT_NEAR(y[1023], x[1023], 0.5f) << dtype_name(t);  // last block is finite
+  }
+}
+
 TEST(Quant, RejectsPartialBlocksAndOtherTypes) {
   std::vector<float> x(300, 1.f);
   std::vector<uint8_t> buf(4096);

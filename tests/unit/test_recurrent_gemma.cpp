@@ -2,12 +2,18 @@
 // forward_batch, error handling and config/weights validation.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "cachet/error.h"
+#include "cachet/gguf.h"
+#include "cachet/quant.h"
 #include "cachet/recurrent_gemma.h"
 #include "cachet/threadpool.h"
 
@@ -350,6 +356,133 @@ TEST(RecurrentGemmaConfig, RoundTrip) {
   EXPECT_TRUE(d.is_attention(2));
   EXPECT_TRUE(d.is_attention(5));
   EXPECT_FALSE(d.is_attention(3));
+}
+
+}  // namespace
+}  // namespace cachet
+
+namespace cachet {
+namespace {
+
+// Every matrix converted to `type` (vectors and the 3-D gates stay F32, as converters write).
+ModelFiles with_matrix_type(ModelFiles f, DType type) {
+  for (auto& [name, t] : f.tensors) {
+    if (t.ndim() != 2 || t.cols() % dtype_info(type).block_elems != 0) continue;
+    Tensor q = Tensor::zeros(type, t.shape, name);
+    quantize_matrix(type, t.as<float>(), q.data, t.rows(), t.cols());
+    t = std::move(q);
+  }
+  return f;
+}
+
+RecurrentGemmaConfig q_config() {
+  auto c = tiny_config();
+  c.hidden_size = 64;
+  c.lru_width = 64;
+  c.intermediate_size = 128;
+  c.head_dim = 32;
+  return c;
+}
+
+// The weights of f as f32 (dequantized).
+ModelFiles dequantized(const ModelFiles& f) {
+  ModelFiles out = f;
+  for (auto& [name, t] : out.tensors) {
+    if (t.dtype == DType::F32) continue;
+    Tensor d = Tensor::zeros(DType::F32, t.shape, name);
+    for (int64_t r = 0; r < t.rows(); ++r)
+      dequantize_row(t.dtype, t.row(r), d.as<float>() + r * t.cols(), t.cols());
+    t = std::move(d);
+  }
+  return out;
+}
+
+TEST(RecurrentGemmaTypes, HalfAndQuantizedWeightsRunInPlace) {
+  static ThreadPool pool(1);
+  const auto c = q_config();
+  auto f32 = make_recurrent_gemma(random_recurrent_gemma_files(c, 4, 0.2f), &pool);
+  const auto toks = seq(12, 64);
+  for (DType t : {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0}) {
+    ModelFiles qf = with_matrix_type(random_recurrent_gemma_files(c, 4, 0.2f), t);
+    auto m = make_recurrent_gemma(qf, &pool);
+    auto ref_model = make_recurrent_gemma(dequantized(qf), &pool);
+    EXPECT_LT(m->info().weight_bytes, f32->info().weight_bytes) << dtype_name(t);
+    EXPECT_NE(m->info().fingerprint, f32->info().fingerprint);
+    State a = m->new_state(), b = m->new_state(), r = ref_model->new_state();
+    const auto ref = run_chunks(*ref_model, r, toks, 0);
+    const auto pre = run_chunks(*m, a, toks, 0);
+    const auto step = run_chunks(*m, b, toks, 1);
+    // The kernels may round activations to 8 bits for quantized weights.
+    const float tol = dtype_info(t).quantized ? 0.2f : 1e-4f;
+    EXPECT_LE(max_diff(pre, ref), tol) << dtype_name(t);
+    EXPECT_LE(max_diff(step, ref), tol) << dtype_name(t);
+    EXPECT_LE(max_diff(pre, step), tol) << dtype_name(t);
+  }
+}
+
+TEST(RecurrentGemmaTypes, UnprefixedNamesAndSeparateHead) {
+  static ThreadPool pool(1);
+  const auto c = tiny_config();
+  auto base = random_recurrent_gemma_files(c, 5, 0.2f);
+  ModelFiles bare;
+  bare.path = "bare";
+  bare.config = base.config;
+  for (auto& [name, t] : base.tensors) bare.tensors[name.substr(6)] = t;  // drop "model."
+  auto m1 = make_recurrent_gemma(base, &pool);
+  auto m2 = make_recurrent_gemma(bare, &pool);
+  State a = m1->new_state(), b = m2->new_state();
+  const auto toks = seq(7, 64);
+  EXPECT_EQ(run_chunks(*m1, a, toks, 0), run_chunks(*m2, b, toks, 0));
+
+  // An explicit lm_head.weight equal to the embedding gives the same logits; a different one
+  // changes them.
+  auto untied = base;
+  untied.tensors["lm_head.weight"] = base.tensors.at("model.embed_tokens.weight");
+  auto m3 = make_recurrent_gemma(untied, &pool);
+  State s3 = m3->new_state(), s1 = m1->new_state();
+  EXPECT_EQ(run_chunks(*m3, s3, toks, 0), run_chunks(*m1, s1, toks, 0));
+  Tensor other = Tensor::zeros(DType::F32, {c.vocab_size, c.hidden_size});
+  untied.tensors["lm_head.weight"] = other;
+  auto m4 = make_recurrent_gemma(untied, &pool);
+  State s4 = m4->new_state();
+  for (float z : run_chunks(*m4, s4, toks, 0)) EXPECT_EQ(z, 0.0f);
+}
+
+}  // namespace
+}  // namespace cachet
+
+namespace cachet {
+namespace {
+
+// A GGUF laid out like candle's quantized RecurrentGemma files: HF tensor names, matrices
+// quantized, vectors and 3-D tensors F32, no architecture metadata, config.json beside it.
+TEST(RecurrentGemmaLoad, CandleStyleGgufWithSiblingConfig) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("cachet_rg_gguf_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto c = tiny_config();
+  ModelFiles f = with_matrix_type(random_recurrent_gemma_files(c, 6, 0.2f), DType::Q8_0);
+  GgufWriter w;
+  for (const auto& [name, t] : f.tensors) w.add_tensor(name, t);
+  const std::string path = (dir / "model-q8_0.gguf").string();
+  w.write(path);
+  nlohmann::json cj = f.config;
+  cj["_block_types"] = cj["block_types"];
+  cj.erase("block_types");
+  std::ofstream((dir / "config.json").string()) << cj.dump(2);
+
+  auto loaded = load_model(path);
+  static ThreadPool pool(1);
+  auto mem = make_recurrent_gemma(f, &pool);
+  EXPECT_EQ(loaded->info().vocab_size, 64);
+  State a = loaded->new_state(), b = mem->new_state();
+  const auto toks = seq(9, 64);
+  EXPECT_LE(max_diff(run_chunks(*loaded, a, toks, 0), run_chunks(*mem, b, toks, 0)), 1e-5f);
+
+  // Without the config the architecture cannot be told.
+  std::filesystem::remove(dir / "config.json");
+  EXPECT_THROW(load_model(path), Error);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

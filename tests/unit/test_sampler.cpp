@@ -129,7 +129,7 @@ TEST(Sampler, DistributionMatchesExactTruncation) {
     float temp;
     int k;
     float p, min_p;
-  } cases[] = {{1.0f, 0, 1.0f, 0.0f},  {0.7f, 5, 1.0f, 0.0f}, {1.0f, 0, 0.8f, 0.0f},
+  } cases[] = {{1.0f, 0, 1.0f, 0.0f},  {0.7f, 5, 1.0f, 0.0f},  {1.0f, 0, 0.8f, 0.0f},
                {1.3f, 0, 1.0f, 0.2f},  {0.9f, 6, 0.9f, 0.05f}, {2.0f, 3, 0.5f, 0.0f},
                {1.0f, 0, 0.01f, 0.0f}, {0.5f, 0, 1.0f, 0.9f}};
   for (const auto& c : cases) {

@@ -33,12 +33,36 @@ std::string test_model(bool dummy_prefix) {
     std::snprintf(buf, sizeof buf, "<0x%02X>", b);
     add(buf, 0, spm_proto::kByte);
   }
-  const char* normal[] = {"\xe2\x96\x81", "a",     "b",  "c",     "\xe2\x96\x81" "a",
-                          "ab",           "abc",   "h",  "e",     "l",
-                          "o",            "he",    "ll", "llo",   "hello",
-                          "\xe2\x96\x81" "hello",  "\xe2\x96\x81\xe2\x96\x81", "\xc3\xa9",
-                          "\xe6\x97\xa5", "\n",    "u",  "s",     "r",
-                          "m",            "d",     "user", "model", "x"};
+  const char* normal[] = {"\xe2\x96\x81",
+                          "a",
+                          "b",
+                          "c",
+                          "\xe2\x96\x81"
+                          "a",
+                          "ab",
+                          "abc",
+                          "h",
+                          "e",
+                          "l",
+                          "o",
+                          "he",
+                          "ll",
+                          "llo",
+                          "hello",
+                          "\xe2\x96\x81"
+                          "hello",
+                          "\xe2\x96\x81\xe2\x96\x81",
+                          "\xc3\xa9",
+                          "\xe6\x97\xa5",
+                          "\n",
+                          "u",
+                          "s",
+                          "r",
+                          "m",
+                          "d",
+                          "user",
+                          "model",
+                          "x"};
   float score = -1;
   for (const char* p : normal) add(p, score--, spm_proto::kNormal);
   spec.model_type = 2;
@@ -127,7 +151,9 @@ TEST(Tokenizer, StreamingMatchesDecodeOnRandomIds) {
     for (int b = 0xC0; b < 0x100; ++b) lead.push_back(6 + b);
     for (int b = 0x80; b < 0xC0; ++b) cont.push_back(6 + b);
     const int32_t space = tok.piece_to_id("\xe2\x96\x81");
-    const int32_t space_a = tok.piece_to_id("\xe2\x96\x81" "a");
+    const int32_t space_a = tok.piece_to_id(
+        "\xe2\x96\x81"
+        "a");
     for (int trial = 0; trial < 2000; ++trial) {
       std::vector<int32_t> ids;
       const int len = 1 + static_cast<int>(rng() % 24);
