@@ -16,7 +16,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 echo "== fuzzing the parsers (libFuzzer)"
 CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCACHET_FUZZ=ON \
   -DCACHET_TESTS=OFF -DCACHET_BENCH=OFF > build-fuzz.log
-cmake --build build-fuzz -j"$JOBS"
+cmake --build build-fuzz -j"$JOBS" --target fuzzers
 for f in build-fuzz/fuzz/fuzz_*; do
   [ -x "$f" ] || continue
   name=$(basename "$f")

@@ -73,7 +73,8 @@ nlohmann::ordered_json value_json(const GgufValue& v, size_t max_items) {
       }
       return j;
     }
-    case GgufType::BOOL: return v.as_bool();
+    case GgufType::BOOL:
+      return v.as_bool();
     case GgufType::FLOAT32:
     case GgufType::FLOAT64: {
       const double d = v.as_float();
@@ -101,8 +102,8 @@ void add_safetensors(Listing& l, const SafetensorsFile& f, const std::string& fi
     l.meta_json[key] = v;
   }
   for (const auto& info : f.infos())
-    l.rows.push_back(Row{info.name, info.dtype, info.shape, info.begin, info.end - info.begin,
-                         file_label});
+    l.rows.push_back(
+        Row{info.name, info.dtype, info.shape, info.begin, info.end - info.begin, file_label});
 }
 
 Listing list(const std::string& path) {
@@ -194,7 +195,8 @@ int print_listing(const Listing& l, bool json) {
       ts.push_back(t);
     }
     j["tensors"] = ts;
-    j["totals"] = {{"tensors", l.rows.size()}, {"parameters", total_params}, {"bytes", total_bytes}};
+    j["totals"] = {
+        {"tensors", l.rows.size()}, {"parameters", total_params}, {"bytes", total_bytes}};
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -233,7 +235,9 @@ float f8_e4m3_to_f32(uint8_t b) {
   return sign * std::ldexp(1.0f + static_cast<float>(mant) / 8.0f, exp - 7);
 }
 
-float f8_e5m2_to_f32(uint8_t b) { return f16_to_f32(static_cast<uint16_t>(b) << 8); }
+float f8_e5m2_to_f32(uint8_t b) {
+  return f16_to_f32(static_cast<uint16_t>(b) << 8);
+}
 
 // The tensor's elements as f32.
 std::vector<float> to_f32(const Tensor& t) {
@@ -249,21 +253,49 @@ std::vector<float> to_f32(const Tensor& t) {
     return v;
   };
   switch (t.dtype) {
-    case DType::F32: each([&](const uint8_t* q) { return rd(q, 0.0f); }, 4); break;
-    case DType::F64: each([&](const uint8_t* q) { return static_cast<float>(rd(q, 0.0)); }, 8); break;
-    case DType::F16: each([&](const uint8_t* q) { return f16_to_f32(rd(q, uint16_t{})); }, 2); break;
-    case DType::BF16: each([&](const uint8_t* q) { return bf16_to_f32(rd(q, uint16_t{})); }, 2); break;
-    case DType::I8: each([&](const uint8_t* q) { return static_cast<float>(rd(q, int8_t{})); }, 1); break;
-    case DType::I16: each([&](const uint8_t* q) { return static_cast<float>(rd(q, int16_t{})); }, 2); break;
-    case DType::I32: each([&](const uint8_t* q) { return static_cast<float>(rd(q, int32_t{})); }, 4); break;
-    case DType::I64: each([&](const uint8_t* q) { return static_cast<float>(rd(q, int64_t{})); }, 8); break;
+    case DType::F32:
+      each([&](const uint8_t* q) { return rd(q, 0.0f); }, 4);
+      break;
+    case DType::F64:
+      each([&](const uint8_t* q) { return static_cast<float>(rd(q, 0.0)); }, 8);
+      break;
+    case DType::F16:
+      each([&](const uint8_t* q) { return f16_to_f32(rd(q, uint16_t{})); }, 2);
+      break;
+    case DType::BF16:
+      each([&](const uint8_t* q) { return bf16_to_f32(rd(q, uint16_t{})); }, 2);
+      break;
+    case DType::I8:
+      each([&](const uint8_t* q) { return static_cast<float>(rd(q, int8_t{})); }, 1);
+      break;
+    case DType::I16:
+      each([&](const uint8_t* q) { return static_cast<float>(rd(q, int16_t{})); }, 2);
+      break;
+    case DType::I32:
+      each([&](const uint8_t* q) { return static_cast<float>(rd(q, int32_t{})); }, 4);
+      break;
+    case DType::I64:
+      each([&](const uint8_t* q) { return static_cast<float>(rd(q, int64_t{})); }, 8);
+      break;
     case DType::BOOL:
-    case DType::U8: each([&](const uint8_t* q) { return static_cast<float>(*q); }, 1); break;
-    case DType::U16: each([&](const uint8_t* q) { return static_cast<float>(rd(q, uint16_t{})); }, 2); break;
-    case DType::U32: each([&](const uint8_t* q) { return static_cast<float>(rd(q, uint32_t{})); }, 4); break;
-    case DType::U64: each([&](const uint8_t* q) { return static_cast<float>(rd(q, uint64_t{})); }, 8); break;
-    case DType::F8_E4M3: each([&](const uint8_t* q) { return f8_e4m3_to_f32(*q); }, 1); break;
-    case DType::F8_E5M2: each([&](const uint8_t* q) { return f8_e5m2_to_f32(*q); }, 1); break;
+    case DType::U8:
+      each([&](const uint8_t* q) { return static_cast<float>(*q); }, 1);
+      break;
+    case DType::U16:
+      each([&](const uint8_t* q) { return static_cast<float>(rd(q, uint16_t{})); }, 2);
+      break;
+    case DType::U32:
+      each([&](const uint8_t* q) { return static_cast<float>(rd(q, uint32_t{})); }, 4);
+      break;
+    case DType::U64:
+      each([&](const uint8_t* q) { return static_cast<float>(rd(q, uint64_t{})); }, 8);
+      break;
+    case DType::F8_E4M3:
+      each([&](const uint8_t* q) { return f8_e4m3_to_f32(*q); }, 1);
+      break;
+    case DType::F8_E5M2:
+      each([&](const uint8_t* q) { return f8_e5m2_to_f32(*q); }, 1);
+      break;
     default: {
       const int64_t cols = t.cols(), rows = t.rows();
       for (int64_t r = 0; r < rows; ++r)
@@ -291,8 +323,8 @@ int print_tensor(const Args& a) {
   auto m = ModelFiles::open(a.path);
   const Tensor& t = m.get(a.tensor);
   std::string out = "{\"name\": " + nlohmann::json(t.name).dump() + ", \"type\": \"" +
-                    std::string(dtype_name(t.dtype)) + "\", \"shape\": " +
-                    nlohmann::json(t.shape).dump();
+                    std::string(dtype_name(t.dtype)) +
+                    "\", \"shape\": " + nlohmann::json(t.shape).dump();
   if (a.values) {
     const auto v = to_f32(t);
     out += ", \"values\": [";
@@ -319,7 +351,8 @@ int run(const Args& a) {
 static Register reg{{"inspect", "Show the metadata and tensors of a GGUF, safetensors or HF model",
                      [](CLI::App* sub) -> std::function<int()> {
                        auto a = std::make_shared<Args>();
-                       sub->add_option("path", a->path, "GGUF file, .safetensors file or model directory")
+                       sub->add_option("path", a->path,
+                                       "GGUF file, .safetensors file or model directory")
                            ->required();
                        sub->add_option("--tensor", a->tensor, "Show only this tensor");
                        sub->add_flag("--values", a->values,

@@ -95,13 +95,13 @@ class GgufValue {
   const void* raw_data() const { return raw_.data(); }
   // Element i of any array as a standalone value.
   GgufValue at(size_t i) const;
-  const std::vector<std::string>& strings() const;   // elem STRING
-  const std::vector<GgufValue>& arrays() const;      // elem ARRAY
+  const std::vector<std::string>& strings() const;  // elem STRING
+  const std::vector<GgufValue>& arrays() const;     // elem ARRAY
   // Copies of scalar arrays. Each accepts exactly the element types named; the wider ones
   // convert: int_vector() any integer type, float_vector() float32/float64/integers.
-  std::vector<uint8_t> u8_vector() const;    // uint8 / int8 / bool
-  std::vector<int32_t> i32_vector() const;   // int32 / uint32 (values must fit) / smaller ints
-  std::vector<float> f32_vector() const;     // float32 (float64 is narrowed)
+  std::vector<uint8_t> u8_vector() const;   // uint8 / int8 / bool
+  std::vector<int32_t> i32_vector() const;  // int32 / uint32 (values must fit) / smaller ints
+  std::vector<float> f32_vector() const;    // float32 (float64 is narrowed)
   std::vector<int64_t> int_vector() const;
   std::vector<double> float_vector() const;
 
@@ -121,9 +121,9 @@ class GgufValue {
   std::string str_;
   GgufType elem_ = GgufType::UINT8;
   size_t count_ = 0;
-  std::vector<uint8_t> raw_;             // fixed-size elements
-  std::vector<std::string> strs_;        // string elements
-  std::vector<GgufValue> arrs_;          // array elements
+  std::vector<uint8_t> raw_;       // fixed-size elements
+  std::vector<std::string> strs_;  // string elements
+  std::vector<GgufValue> arrs_;    // array elements
 };
 
 struct GgufTensorInfo {
@@ -217,7 +217,9 @@ class GgufWriter {
 
   // Metadata; duplicate keys are an error.
   void add(const std::string& key, GgufValue value);
-  void add_string(const std::string& key, std::string v) { add(key, GgufValue::string(std::move(v))); }
+  void add_string(const std::string& key, std::string v) {
+    add(key, GgufValue::string(std::move(v)));
+  }
   void add_u32(const std::string& key, uint32_t v) { add(key, GgufValue::u32(v)); }
   void add_i32(const std::string& key, int32_t v) { add(key, GgufValue::i32(v)); }
   void add_u64(const std::string& key, uint64_t v) { add(key, GgufValue::u64(v)); }
@@ -230,7 +232,7 @@ class GgufWriter {
   // Tensors, shape outermost-first (row-major). Duplicate names are an error; data size must be
   // tensor_bytes(dtype, shape).
   void add_tensor(const std::string& name, DType dtype, std::vector<int64_t> shape,
-                  const void* data, size_t size);  // copies the bytes
+                  const void* data, size_t size);             // copies the bytes
   void add_tensor(const std::string& name, const Tensor& t);  // borrows t's memory (keeps owner)
   void add_tensor(const std::string& name, DType dtype, std::vector<int64_t> shape,
                   Producer producer);
@@ -259,17 +261,28 @@ class GgufWriter {
 template <typename T>
 GgufValue GgufValue::array_of(const std::vector<T>& v) {
   GgufType t;
-  if constexpr (std::is_same_v<T, uint8_t>) t = GgufType::UINT8;
-  else if constexpr (std::is_same_v<T, int8_t>) t = GgufType::INT8;
-  else if constexpr (std::is_same_v<T, uint16_t>) t = GgufType::UINT16;
-  else if constexpr (std::is_same_v<T, int16_t>) t = GgufType::INT16;
-  else if constexpr (std::is_same_v<T, uint32_t>) t = GgufType::UINT32;
-  else if constexpr (std::is_same_v<T, int32_t>) t = GgufType::INT32;
-  else if constexpr (std::is_same_v<T, uint64_t>) t = GgufType::UINT64;
-  else if constexpr (std::is_same_v<T, int64_t>) t = GgufType::INT64;
-  else if constexpr (std::is_same_v<T, float>) t = GgufType::FLOAT32;
-  else if constexpr (std::is_same_v<T, double>) t = GgufType::FLOAT64;
-  else static_assert(sizeof(T) == 0, "unsupported GGUF array element type");
+  if constexpr (std::is_same_v<T, uint8_t>)
+    t = GgufType::UINT8;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    t = GgufType::INT8;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    t = GgufType::UINT16;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    t = GgufType::INT16;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    t = GgufType::UINT32;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    t = GgufType::INT32;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    t = GgufType::UINT64;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    t = GgufType::INT64;
+  else if constexpr (std::is_same_v<T, float>)
+    t = GgufType::FLOAT32;
+  else if constexpr (std::is_same_v<T, double>)
+    t = GgufType::FLOAT64;
+  else
+    static_assert(sizeof(T) == 0, "unsupported GGUF array element type");
   return scalar_array(t, v.data(), v.size());
 }
 

@@ -87,7 +87,7 @@ class SafetensorsWriter {
   void add_metadata(const std::string& key, const std::string& value);
   // shape row-major; size must equal numel * element size. Duplicate names are an error.
   void add_tensor(const std::string& name, DType dtype, std::vector<int64_t> shape,
-                  const void* data, size_t size);  // copies the bytes
+                  const void* data, size_t size);             // copies the bytes
   void add_tensor(const std::string& name, const Tensor& t);  // borrows t's memory
   void add_tensor(const std::string& name, DType dtype, std::vector<int64_t> shape,
                   Producer producer);

@@ -14,9 +14,9 @@
 namespace cachet {
 
 namespace {
-constexpr uint32_t kMaxDims = 4;            // ggml tensors have at most four dimensions
-constexpr int kMaxDepth = 8;                // nesting of arrays within arrays
-constexpr uint64_t kMaxKeyLength = 65535;   // the spec's limit on key length
+constexpr uint32_t kMaxDims = 4;           // ggml tensors have at most four dimensions
+constexpr int kMaxDepth = 8;               // nesting of arrays within arrays
+constexpr uint64_t kMaxKeyLength = 65535;  // the spec's limit on key length
 constexpr uint64_t kMaxAlignment = 1u << 30;
 }  // namespace
 
@@ -72,23 +72,45 @@ GgufValue GgufParser::read_value(GgufType type, const std::string& what, int dep
   GgufValue v;
   v.type_ = type;
   switch (type) {
-    case GgufType::UINT8: v.num_.u = read<uint8_t>(what); break;
-    case GgufType::INT8: v.num_.i = read<int8_t>(what); break;
-    case GgufType::UINT16: v.num_.u = read<uint16_t>(what); break;
-    case GgufType::INT16: v.num_.i = read<int16_t>(what); break;
-    case GgufType::UINT32: v.num_.u = read<uint32_t>(what); break;
-    case GgufType::INT32: v.num_.i = read<int32_t>(what); break;
-    case GgufType::UINT64: v.num_.u = read<uint64_t>(what); break;
-    case GgufType::INT64: v.num_.i = read<int64_t>(what); break;
-    case GgufType::FLOAT32: v.num_.f = read<float>(what); break;
-    case GgufType::FLOAT64: v.num_.f = read<double>(what); break;
+    case GgufType::UINT8:
+      v.num_.u = read<uint8_t>(what);
+      break;
+    case GgufType::INT8:
+      v.num_.i = read<int8_t>(what);
+      break;
+    case GgufType::UINT16:
+      v.num_.u = read<uint16_t>(what);
+      break;
+    case GgufType::INT16:
+      v.num_.i = read<int16_t>(what);
+      break;
+    case GgufType::UINT32:
+      v.num_.u = read<uint32_t>(what);
+      break;
+    case GgufType::INT32:
+      v.num_.i = read<int32_t>(what);
+      break;
+    case GgufType::UINT64:
+      v.num_.u = read<uint64_t>(what);
+      break;
+    case GgufType::INT64:
+      v.num_.i = read<int64_t>(what);
+      break;
+    case GgufType::FLOAT32:
+      v.num_.f = read<float>(what);
+      break;
+    case GgufType::FLOAT64:
+      v.num_.f = read<double>(what);
+      break;
     case GgufType::BOOL: {
       const uint8_t b = read<uint8_t>(what);
       if (b > 1) error(what, ": invalid bool value ", unsigned(b));
       v.num_.u = b;
       break;
     }
-    case GgufType::STRING: v.str_ = read_string(what); break;
+    case GgufType::STRING:
+      v.str_ = read_string(what);
+      break;
     case GgufType::ARRAY: {
       if (depth >= kMaxDepth) error(what, ": arrays nested deeper than ", kMaxDepth, " levels");
       const GgufType elem = read_type(what + " element");
@@ -106,8 +128,8 @@ GgufValue GgufParser::read_value(GgufType type, const std::string& what, int dep
         v.raw_.assign(p_ + pos_, p_ + pos_ + v.count_ * es);
         if (elem == GgufType::BOOL)
           for (size_t i = 0; i < v.count_; ++i)
-            if (v.raw_[i] > 1) error(what, ": invalid bool value ", unsigned(v.raw_[i]),
-                                     " at array index ", i);
+            if (v.raw_[i] > 1)
+              error(what, ": invalid bool value ", unsigned(v.raw_[i]), " at array index ", i);
         pos_ += v.count_ * es;
       } else if (elem == GgufType::STRING) {
         v.strs_.reserve(v.count_);
@@ -129,15 +151,16 @@ void GgufParser::run() {
   // Header.
   if (n_ < 4) error("not a GGUF file: too short for the magic (", n_, " bytes)");
   if (std::memcmp(p_, "GGUF", 4) != 0)
-    error("not a GGUF file: bad magic '", formats::printable(std::string_view(
-                                               reinterpret_cast<const char*>(p_), 4)),
+    error("not a GGUF file: bad magic '",
+          formats::printable(std::string_view(reinterpret_cast<const char*>(p_), 4)),
           "' (expected 'GGUF')");
   pos_ = 4;
   const uint32_t version = read<uint32_t>("header version");
   if (version != 2 && version != 3) {
     const uint32_t swapped = __builtin_bswap32(version);
     if (swapped == 2 || swapped == 3)
-      error("unsupported GGUF version ", version, " (a big-endian file; only little-endian is supported)");
+      error("unsupported GGUF version ", version,
+            " (a big-endian file; only little-endian is supported)");
     error("unsupported GGUF version ", version, " (supported: 2, 3)");
   }
   f_.version_ = version;
@@ -174,9 +197,8 @@ void GgufParser::run() {
     if (!gguf_type_is_integer(a->type()))
       error("metadata key 'general.alignment': expected an integer, found ",
             gguf_type_name(a->type()));
-    const int64_t al = a->type() == GgufType::UINT64 && a->as_uint() > kMaxAlignment
-                           ? -1
-                           : a->as_int();
+    const int64_t al =
+        a->type() == GgufType::UINT64 && a->as_uint() > kMaxAlignment ? -1 : a->as_int();
     if (al <= 0 || static_cast<uint64_t>(al) > kMaxAlignment || (al & (al - 1)) != 0)
       error("metadata key 'general.alignment': ", a->to_string(),
             " is not a power of two between 1 and ", kMaxAlignment);
@@ -265,7 +287,9 @@ void GgufParser::run() {
   }
 }
 
-void GgufFile::parse() { GgufParser(*this).run(); }
+void GgufFile::parse() {
+  GgufParser(*this).run();
+}
 
 std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
   auto m = MappedFile::open(path);

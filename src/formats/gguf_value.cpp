@@ -11,19 +11,32 @@ namespace cachet {
 
 std::string_view gguf_type_name(GgufType t) {
   switch (t) {
-    case GgufType::UINT8: return "uint8";
-    case GgufType::INT8: return "int8";
-    case GgufType::UINT16: return "uint16";
-    case GgufType::INT16: return "int16";
-    case GgufType::UINT32: return "uint32";
-    case GgufType::INT32: return "int32";
-    case GgufType::FLOAT32: return "float32";
-    case GgufType::BOOL: return "bool";
-    case GgufType::STRING: return "string";
-    case GgufType::ARRAY: return "array";
-    case GgufType::UINT64: return "uint64";
-    case GgufType::INT64: return "int64";
-    case GgufType::FLOAT64: return "float64";
+    case GgufType::UINT8:
+      return "uint8";
+    case GgufType::INT8:
+      return "int8";
+    case GgufType::UINT16:
+      return "uint16";
+    case GgufType::INT16:
+      return "int16";
+    case GgufType::UINT32:
+      return "uint32";
+    case GgufType::INT32:
+      return "int32";
+    case GgufType::FLOAT32:
+      return "float32";
+    case GgufType::BOOL:
+      return "bool";
+    case GgufType::STRING:
+      return "string";
+    case GgufType::ARRAY:
+      return "array";
+    case GgufType::UINT64:
+      return "uint64";
+    case GgufType::INT64:
+      return "int64";
+    case GgufType::FLOAT64:
+      return "float64";
   }
   return "unknown";
 }
@@ -32,16 +45,21 @@ size_t gguf_type_size(GgufType t) {
   switch (t) {
     case GgufType::UINT8:
     case GgufType::INT8:
-    case GgufType::BOOL: return 1;
+    case GgufType::BOOL:
+      return 1;
     case GgufType::UINT16:
-    case GgufType::INT16: return 2;
+    case GgufType::INT16:
+      return 2;
     case GgufType::UINT32:
     case GgufType::INT32:
-    case GgufType::FLOAT32: return 4;
+    case GgufType::FLOAT32:
+      return 4;
     case GgufType::UINT64:
     case GgufType::INT64:
-    case GgufType::FLOAT64: return 8;
-    default: return 0;
+    case GgufType::FLOAT64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -54,8 +72,10 @@ bool gguf_type_is_integer(GgufType t) {
     case GgufType::UINT32:
     case GgufType::INT32:
     case GgufType::UINT64:
-    case GgufType::INT64: return true;
-    default: return false;
+    case GgufType::INT64:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -65,7 +85,9 @@ bool is_signed(GgufType t) {
   return t == GgufType::INT8 || t == GgufType::INT16 || t == GgufType::INT32 ||
          t == GgufType::INT64;
 }
-bool is_float(GgufType t) { return t == GgufType::FLOAT32 || t == GgufType::FLOAT64; }
+bool is_float(GgufType t) {
+  return t == GgufType::FLOAT32 || t == GgufType::FLOAT64;
+}
 
 // Reads element i of a fixed-size array (little-endian host) widened to 64 bits.
 struct Scalar {
@@ -76,8 +98,12 @@ Scalar load(GgufType t, const uint8_t* p) {
   Scalar s;
   switch (t) {
     case GgufType::UINT8:
-    case GgufType::BOOL: s.u = p[0]; break;
-    case GgufType::INT8: s.u = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(p[0]))); break;
+    case GgufType::BOOL:
+      s.u = p[0];
+      break;
+    case GgufType::INT8:
+      s.u = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(p[0])));
+      break;
     case GgufType::UINT16: {
       uint16_t v;
       std::memcpy(&v, p, 2);
@@ -103,15 +129,20 @@ Scalar load(GgufType t, const uint8_t* p) {
       break;
     }
     case GgufType::UINT64:
-    case GgufType::INT64: std::memcpy(&s.u, p, 8); break;
+    case GgufType::INT64:
+      std::memcpy(&s.u, p, 8);
+      break;
     case GgufType::FLOAT32: {
       float v;
       std::memcpy(&v, p, 4);
       s.f = v;
       break;
     }
-    case GgufType::FLOAT64: std::memcpy(&s.f, p, 8); break;
-    default: break;
+    case GgufType::FLOAT64:
+      std::memcpy(&s.f, p, 8);
+      break;
+    default:
+      break;
   }
   return s;
 }
@@ -224,8 +255,8 @@ int64_t GgufValue::as_int() const {
   if (type_ == GgufType::BOOL) return static_cast<int64_t>(num_.u);
   CACHET_CHECK(gguf_type_is_integer(type_), "expected an integer, found ", gguf_type_name(type_));
   if (type_ == GgufType::UINT64)
-    CACHET_CHECK(num_.u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
-                 "value ", num_.u, " does not fit in int64");
+    CACHET_CHECK(num_.u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), "value ",
+                 num_.u, " does not fit in int64");
   return is_signed(type_) ? num_.i : static_cast<int64_t>(num_.u);
 }
 
@@ -290,7 +321,8 @@ namespace {
 }  // namespace
 
 std::vector<uint8_t> GgufValue::u8_vector() const {
-  if (!is_array() || (elem_ != GgufType::UINT8 && elem_ != GgufType::INT8 && elem_ != GgufType::BOOL))
+  if (!is_array() ||
+      (elem_ != GgufType::UINT8 && elem_ != GgufType::INT8 && elem_ != GgufType::BOOL))
     wrong_array(*this, "uint8");
   return raw_;
 }
@@ -360,10 +392,14 @@ std::vector<double> GgufValue::float_vector() const {
 
 std::string GgufValue::to_string(size_t max_items) const {
   switch (type_) {
-    case GgufType::STRING: return quote(str_);
-    case GgufType::BOOL: return num_.u ? "true" : "false";
-    case GgufType::FLOAT32: return fmt_double(num_.f, true);
-    case GgufType::FLOAT64: return fmt_double(num_.f, false);
+    case GgufType::STRING:
+      return quote(str_);
+    case GgufType::BOOL:
+      return num_.u ? "true" : "false";
+    case GgufType::FLOAT32:
+      return fmt_double(num_.f, true);
+    case GgufType::FLOAT64:
+      return fmt_double(num_.f, false);
     case GgufType::ARRAY: {
       std::string out;
       const bool summarise = count_ > max_items;

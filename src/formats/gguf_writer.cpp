@@ -9,7 +9,9 @@ namespace cachet {
 
 namespace {
 
-bool power_of_two(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
+bool power_of_two(size_t a) {
+  return a != 0 && (a & (a - 1)) == 0;
+}
 
 struct Out {
   const GgufWriter::Sink& sink;
@@ -39,7 +41,9 @@ struct Out {
 
 }  // namespace
 
-GgufWriter::GgufWriter(size_t alignment) : alignment_(32) { set_alignment(alignment); }
+GgufWriter::GgufWriter(size_t alignment) : alignment_(32) {
+  set_alignment(alignment);
+}
 
 void GgufWriter::set_alignment(size_t alignment) {
   CACHET_CHECK(power_of_two(alignment), "GGUF writer: alignment ", alignment,
@@ -62,9 +66,8 @@ void GgufWriter::add(const std::string& key, GgufValue value) {
   if (key == "general.alignment") {
     CACHET_CHECK(gguf_type_is_integer(value.type()) && power_of_two(value.as_uint()),
                  "GGUF writer: general.alignment must be a power-of-two integer");
-    CACHET_CHECK(value.as_uint() == alignment_, "GGUF writer: general.alignment ",
-                 value.as_uint(), " differs from the writer's alignment ", alignment_,
-                 " (use set_alignment)");
+    CACHET_CHECK(value.as_uint() == alignment_, "GGUF writer: general.alignment ", value.as_uint(),
+                 " differs from the writer's alignment ", alignment_, " (use set_alignment)");
   }
   kv_.emplace_back(key, std::move(value));
 }
@@ -97,8 +100,8 @@ void GgufWriter::add_tensor(const std::string& name, DType dtype, std::vector<in
     CACHET_CHECK(e.name != name, "GGUF writer: duplicate tensor '", name, "'");
   CACHET_CHECK(dtype_info(dtype).in_gguf, "GGUF writer: tensor '", name, "': type ",
                dtype_name(dtype), " cannot be stored in GGUF");
-  CACHET_CHECK(!shape.empty() && shape.size() <= 4, "GGUF writer: tensor '", name, "': ",
-               shape.size(), " dimensions (GGUF holds 1 to 4)");
+  CACHET_CHECK(!shape.empty() && shape.size() <= 4, "GGUF writer: tensor '", name,
+               "': ", shape.size(), " dimensions (GGUF holds 1 to 4)");
   for (int64_t d : shape)
     CACHET_CHECK(d > 0, "GGUF writer: tensor '", name, "': dimension ", d, " is not positive");
   size_t nbytes;
@@ -116,18 +119,42 @@ namespace {
 void write_value(Out& o, const GgufValue& v, bool with_type) {
   if (with_type) o.pod<uint32_t>(static_cast<uint32_t>(v.type()));
   switch (v.type()) {
-    case GgufType::UINT8: o.pod<uint8_t>(static_cast<uint8_t>(v.as_uint())); break;
-    case GgufType::INT8: o.pod<int8_t>(static_cast<int8_t>(v.as_int())); break;
-    case GgufType::UINT16: o.pod<uint16_t>(static_cast<uint16_t>(v.as_uint())); break;
-    case GgufType::INT16: o.pod<int16_t>(static_cast<int16_t>(v.as_int())); break;
-    case GgufType::UINT32: o.pod<uint32_t>(static_cast<uint32_t>(v.as_uint())); break;
-    case GgufType::INT32: o.pod<int32_t>(static_cast<int32_t>(v.as_int())); break;
-    case GgufType::UINT64: o.pod<uint64_t>(v.as_uint()); break;
-    case GgufType::INT64: o.pod<int64_t>(v.as_int()); break;
-    case GgufType::FLOAT32: o.pod<float>(static_cast<float>(v.as_float())); break;
-    case GgufType::FLOAT64: o.pod<double>(v.as_float()); break;
-    case GgufType::BOOL: o.pod<uint8_t>(v.as_bool() ? 1 : 0); break;
-    case GgufType::STRING: o.str(v.as_string()); break;
+    case GgufType::UINT8:
+      o.pod<uint8_t>(static_cast<uint8_t>(v.as_uint()));
+      break;
+    case GgufType::INT8:
+      o.pod<int8_t>(static_cast<int8_t>(v.as_int()));
+      break;
+    case GgufType::UINT16:
+      o.pod<uint16_t>(static_cast<uint16_t>(v.as_uint()));
+      break;
+    case GgufType::INT16:
+      o.pod<int16_t>(static_cast<int16_t>(v.as_int()));
+      break;
+    case GgufType::UINT32:
+      o.pod<uint32_t>(static_cast<uint32_t>(v.as_uint()));
+      break;
+    case GgufType::INT32:
+      o.pod<int32_t>(static_cast<int32_t>(v.as_int()));
+      break;
+    case GgufType::UINT64:
+      o.pod<uint64_t>(v.as_uint());
+      break;
+    case GgufType::INT64:
+      o.pod<int64_t>(v.as_int());
+      break;
+    case GgufType::FLOAT32:
+      o.pod<float>(static_cast<float>(v.as_float()));
+      break;
+    case GgufType::FLOAT64:
+      o.pod<double>(v.as_float());
+      break;
+    case GgufType::BOOL:
+      o.pod<uint8_t>(v.as_bool() ? 1 : 0);
+      break;
+    case GgufType::STRING:
+      o.str(v.as_string());
+      break;
     case GgufType::ARRAY: {
       o.pod<uint32_t>(static_cast<uint32_t>(v.elem_type()));
       o.pod<uint64_t>(v.size());

@@ -44,8 +44,9 @@ void open_dir(ModelFiles& m) {
   const fs::path dir(m.path);
   const fs::path config = dir / "config.json";
   if (!is_file(config))
-    fail(m.path, ": not a model directory: no config.json (expected a Hugging Face layout with "
-                 "config.json and model.safetensors)");
+    fail(m.path,
+         ": not a model directory: no config.json (expected a Hugging Face layout with "
+         "config.json and model.safetensors)");
   m.config = read_json_file(config.string());
   if (!m.config.is_object()) fail(config.string(), ": not a JSON object");
 
@@ -67,8 +68,9 @@ void open_dir(ModelFiles& m) {
     std::sort(files.begin(), files.end());
     if (files.empty()) {
       if (is_file(dir / "pytorch_model.bin"))
-        fail(m.path, ": no safetensors weights (pytorch_model.bin is not supported; convert the "
-                     "checkpoint to safetensors)");
+        fail(m.path,
+             ": no safetensors weights (pytorch_model.bin is not supported; convert the "
+             "checkpoint to safetensors)");
       fail(m.path, ": no weights: expected model.safetensors or model.safetensors.index.json");
     }
     for (const auto& p : files) {
@@ -141,8 +143,9 @@ ModelFiles ModelFiles::open(const std::string& path) {
   if (fs::path(path).extension() == ".gguf") {
     GgufFile::open(path);  // reports the bad magic
   }
-  fail(path, ": unrecognised format (expected a GGUF file, a .safetensors file or a model "
-             "directory with config.json)");
+  fail(path,
+       ": unrecognised format (expected a GGUF file, a .safetensors file or a model "
+       "directory with config.json)");
 }
 
 const Tensor* ModelFiles::find(const std::string& name) const {

@@ -34,10 +34,10 @@ struct StName {
   DType type;
 };
 constexpr StName kStTypes[] = {
-    {"BOOL", DType::BOOL}, {"U8", DType::U8},     {"I8", DType::I8},
-    {"I16", DType::I16},   {"U16", DType::U16},   {"I32", DType::I32},
-    {"U32", DType::U32},   {"I64", DType::I64},   {"U64", DType::U64},
-    {"F16", DType::F16},   {"BF16", DType::BF16}, {"F32", DType::F32},
+    {"BOOL", DType::BOOL}, {"U8", DType::U8},           {"I8", DType::I8},
+    {"I16", DType::I16},   {"U16", DType::U16},         {"I32", DType::I32},
+    {"U32", DType::U32},   {"I64", DType::I64},         {"U64", DType::U64},
+    {"F16", DType::F16},   {"BF16", DType::BF16},       {"F32", DType::F32},
     {"F64", DType::F64},   {"F8_E4M3", DType::F8_E4M3}, {"F8_E5M2", DType::F8_E5M2},
 };
 
@@ -58,10 +58,12 @@ std::string_view safetensors_dtype_name(DType t) {
 void SafetensorsFile::parse() {
   using nlohmann::ordered_json;
   const std::string& P = path_;
-  if (size_ < 8) fail(P, ": not a safetensors file: ", size_, " bytes is too short for the header length");
+  if (size_ < 8)
+    fail(P, ": not a safetensors file: ", size_, " bytes is too short for the header length");
   uint64_t hlen;
   std::memcpy(&hlen, data_, 8);
-  if (hlen > kMaxHeader) fail(P, ": header length ", hlen, " exceeds the limit of ", kMaxHeader, " bytes");
+  if (hlen > kMaxHeader)
+    fail(P, ": header length ", hlen, " exceeds the limit of ", kMaxHeader, " bytes");
   if (hlen > size_ - 8)
     fail(P, ": truncated: header length ", hlen, " is past the end of the ", size_, "-byte file");
   if (hlen < 2) fail(P, ": header length ", hlen, " is too short for a JSON object");
@@ -72,7 +74,8 @@ void SafetensorsFile::parse() {
   // The JSON parser keeps only the last of duplicate keys: catch duplicate tensor names here.
   std::set<std::string> top_keys;
   std::string duplicate;
-  const auto check_keys = [&](int depth, nlohmann::json::parse_event_t event, ordered_json& parsed) {
+  const auto check_keys = [&](int depth, nlohmann::json::parse_event_t event,
+                              ordered_json& parsed) {
     if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string() &&
         !top_keys.insert(parsed.get<std::string>()).second && duplicate.empty())
       duplicate = parsed.get<std::string>();
@@ -83,7 +86,8 @@ void SafetensorsFile::parse() {
   } catch (const nlohmann::json::exception& e) {
     fail(P, ": header is not valid JSON: ", e.what());
   }
-  if (!duplicate.empty()) fail(P, ": duplicate tensor '", formats::printable(duplicate), "' in header");
+  if (!duplicate.empty())
+    fail(P, ": duplicate tensor '", formats::printable(duplicate), "' in header");
   if (!j.is_object()) fail(P, ": header is not a JSON object");
   const size_t data_start = 8 + header_size_;
   const uint64_t data_size = size_ - data_start;
@@ -94,8 +98,7 @@ void SafetensorsFile::parse() {
     if (name == "__metadata__") {
       if (!v.is_object()) fail(P, ": __metadata__ is not an object");
       for (auto m = v.begin(); m != v.end(); ++m) {
-        if (!m.value().is_string())
-          fail(P, ": __metadata__ key '", m.key(), "' is not a string");
+        if (!m.value().is_string()) fail(P, ": __metadata__ key '", m.key(), "' is not a string");
         metadata_[m.key()] = m.value().get<std::string>();
       }
       continue;
@@ -116,7 +119,8 @@ void SafetensorsFile::parse() {
     info.dtype = *dt;
     if (!v.contains("shape") || !v["shape"].is_array()) fail(P, ": ", what, ": missing shape");
     const auto& sh = v["shape"];
-    if (sh.size() > kMaxDims) fail(P, ": ", what, ": ", sh.size(), " dimensions (limit ", kMaxDims, ")");
+    if (sh.size() > kMaxDims)
+      fail(P, ": ", what, ": ", sh.size(), " dimensions (limit ", kMaxDims, ")");
     for (const auto& d : sh) {
       if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0))
         fail(P, ": ", what, ": shape entry ", brief(d), " is not a non-negative integer");
@@ -131,10 +135,11 @@ void SafetensorsFile::parse() {
       if (numel == 0) break;
       numel *= static_cast<uint64_t>(x);
       if (numel > data_size)
-        fail(P, ": ", what, ": shape ", sh.dump(), " needs more bytes than the data section holds (",
-             data_size, ")");
+        fail(P, ": ", what, ": shape ", sh.dump(),
+             " needs more bytes than the data section holds (", data_size, ")");
     }
-    if (!v.contains("data_offsets") || !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
+    if (!v.contains("data_offsets") || !v["data_offsets"].is_array() ||
+        v["data_offsets"].size() != 2)
       fail(P, ": ", what, ": data_offsets must be [begin, end]");
     const auto& off = v["data_offsets"];
     for (const auto& o : off)
@@ -168,8 +173,8 @@ void SafetensorsFile::parse() {
     const auto& cur = infos_[order[k]];
     if (cur.begin < prev.end)
       fail(P, ": tensor '", formats::printable(cur.name), "' (data_offsets [", cur.begin, ", ",
-           cur.end, "]) overlaps tensor '", formats::printable(prev.name), "' ([", prev.begin,
-           ", ", prev.end, "])");
+           cur.end, "]) overlaps tensor '", formats::printable(prev.name), "' ([", prev.begin, ", ",
+           prev.end, "])");
   }
 
   tensors_.reserve(infos_.size());
@@ -239,8 +244,7 @@ ShardedSafetensors ShardedSafetensors::open(const std::string& index_path) {
   const fs::path dir = fs::path(index_path).parent_path();
   std::map<std::string, std::shared_ptr<SafetensorsFile>> by_file;
   for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-    if (!it.value().is_string())
-      fail(P, ": weight_map entry '", it.key(), "' is not a file name");
+    if (!it.value().is_string()) fail(P, ": weight_map entry '", it.key(), "' is not a file name");
     const std::string file = it.value().get<std::string>();
     if (file.empty() || fs::path(file).is_absolute() || file.find("..") != std::string::npos)
       fail(P, ": weight_map entry '", it.key(), "': shard name '", file,
@@ -307,7 +311,8 @@ void SafetensorsWriter::add_tensor(const std::string& name, DType dtype, std::ve
     CACHET_CHECK(d >= 0, "safetensors writer: tensor '", name, "': negative dimension ", d);
     n *= static_cast<uint64_t>(d);
   }
-  tensors_.push_back(Entry{name, dtype, std::move(shape), static_cast<size_t>(n), std::move(producer)});
+  tensors_.push_back(
+      Entry{name, dtype, std::move(shape), static_cast<size_t>(n), std::move(producer)});
 }
 
 void SafetensorsWriter::write_to(const Sink& sink) const {

@@ -17,7 +17,9 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string temp_path(const std::string& name) { return ::testing::TempDir() + "gguf_" + name; }
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "gguf_" + name;
+}
 
 void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
   std::ofstream f(path, std::ios::binary);
@@ -81,11 +83,11 @@ std::string error_of(const std::vector<uint8_t>& bytes, const std::string& name)
   return "(no error)";
 }
 
-#define EXPECT_GGUF_ERROR(bytes, name, problem)                  \
-  do {                                                           \
-    const std::string msg_ = error_of((bytes), (name));          \
-    EXPECT_THAT(msg_, HasSubstr(temp_path(name))) << msg_;       \
-    EXPECT_THAT(msg_, HasSubstr(problem)) << msg_;               \
+#define EXPECT_GGUF_ERROR(bytes, name, problem)            \
+  do {                                                     \
+    const std::string msg_ = error_of((bytes), (name));    \
+    EXPECT_THAT(msg_, HasSubstr(temp_path(name))) << msg_; \
+    EXPECT_THAT(msg_, HasSubstr(problem)) << msg_;         \
   } while (0)
 
 }  // namespace
@@ -124,9 +126,9 @@ TEST(Gguf, RoundTripEveryValueType) {
   w.add("arr_str", GgufValue::string_array({"a", "", "<0x0A>"}));
   w.add("arr_empty", GgufValue::array_of(std::vector<float>{}));
   w.add("arr_nested",
-        GgufValue::array_array({GgufValue::array_of(std::vector<int32_t>{1, 2}),
-                                GgufValue::string_array({"x"}),
-                                GgufValue::array_array({GgufValue::array_of(std::vector<uint8_t>{9})})}));
+        GgufValue::array_array(
+            {GgufValue::array_of(std::vector<int32_t>{1, 2}), GgufValue::string_array({"x"}),
+             GgufValue::array_array({GgufValue::array_of(std::vector<uint8_t>{9})})}));
   const std::string path = temp_path("values.gguf");
   w.write(path);
 
@@ -231,7 +233,8 @@ TEST(Gguf, RoundTripEveryTensorType) {
   const Tensor& s = f->tensor("streamed");
   EXPECT_EQ(s.shape, (std::vector<int64_t>{4, 5}));
   EXPECT_EQ(s.as<float>()[19], 9.5f);
-  EXPECT_THAT([&] { f->tensor("nope"); }, ::testing::ThrowsMessage<Error>(HasSubstr("missing tensor 'nope'")));
+  EXPECT_THAT([&] { f->tensor("nope"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("missing tensor 'nope'")));
 }
 
 TEST(Gguf, ShapesAreReversedFromFileOrder) {
@@ -423,13 +426,15 @@ TEST(GgufBad, Dimensions) {
 TEST(GgufBad, BlockSize) {
   Bytes b;
   b.header(1, 0).tinfo("w", {100, 2}, 12, 0).pad().zeros(512);
-  EXPECT_GGUF_ERROR(b.b, "block.gguf", "tensor 'w': inner dimension 100 is not a multiple of the Q4_K block size 256");
+  EXPECT_GGUF_ERROR(b.b, "block.gguf",
+                    "tensor 'w': inner dimension 100 is not a multiple of the Q4_K block size 256");
 }
 
 TEST(GgufBad, MisalignedOffset) {
   Bytes b;
   b.header(1, 0).tinfo("w", {4}, 0, 8).pad().zeros(64);
-  EXPECT_GGUF_ERROR(b.b, "misaligned.gguf", "tensor 'w': data offset 8 is not a multiple of the alignment 32");
+  EXPECT_GGUF_ERROR(b.b, "misaligned.gguf",
+                    "tensor 'w': data offset 8 is not a multiple of the alignment 32");
 }
 
 TEST(GgufBad, Alignment) {
@@ -447,7 +452,8 @@ TEST(GgufBad, Alignment) {
 TEST(GgufBad, DataPastEnd) {
   Bytes b;
   b.header(1, 0).tinfo("w", {16}, 0, 0).pad().zeros(60);  // needs 64 bytes
-  EXPECT_GGUF_ERROR(b.b, "pastend.gguf", "tensor 'w': data (offset 0, 64 bytes) extends past the end");
+  EXPECT_GGUF_ERROR(b.b, "pastend.gguf",
+                    "tensor 'w': data (offset 0, 64 bytes) extends past the end");
   Bytes far;
   far.header(1, 0).tinfo("w", {4}, 0, 1ull << 62).pad().zeros(64);
   EXPECT_GGUF_ERROR(far.b, "faroff.gguf", "tensor 'w': data (offset 4611686018427387904");

@@ -24,7 +24,9 @@ fs::path fresh_dir(const std::string& name) {
   return d;
 }
 
-void write_text(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
+void write_text(const fs::path& p, const std::string& s) {
+  std::ofstream(p) << s;
+}
 
 std::string error_of(const std::string& path) {
   try {

@@ -15,7 +15,9 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string temp_path(const std::string& name) { return ::testing::TempDir() + "st_" + name; }
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "st_" + name;
+}
 
 void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
   std::ofstream f(path, std::ios::binary);
@@ -23,7 +25,8 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
 }
 
 // A file from a raw header string and data bytes.
-std::vector<uint8_t> image(const std::string& header, size_t data_bytes, uint64_t hlen_override = 0) {
+std::vector<uint8_t> image(const std::string& header, size_t data_bytes,
+                           uint64_t hlen_override = 0) {
   std::vector<uint8_t> b(8);
   const uint64_t n = hlen_override ? hlen_override : header.size();
   std::memcpy(b.data(), &n, 8);
@@ -53,8 +56,8 @@ std::string error_of(const std::vector<uint8_t>& bytes, const std::string& name)
 }  // namespace
 
 TEST(Safetensors, DtypeNames) {
-  const char* names[] = {"BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64",
-                         "U64", "F16", "BF16", "F32", "F64", "F8_E4M3", "F8_E5M2"};
+  const char* names[] = {"BOOL", "U8",  "I8",   "I16", "U16", "I32",     "U32",    "I64",
+                         "U64",  "F16", "BF16", "F32", "F64", "F8_E4M3", "F8_E5M2"};
   for (const char* n : names) {
     auto t = dtype_from_safetensors(n);
     ASSERT_TRUE(t.has_value()) << n;
@@ -71,8 +74,8 @@ TEST(Safetensors, RoundTripEveryDtype) {
   w.add_metadata("format", "pt");
   w.add_metadata("note", "x\"y");
   std::vector<std::vector<uint8_t>> payloads;
-  const char* names[] = {"BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64",
-                         "U64", "F16", "BF16", "F32", "F64", "F8_E4M3", "F8_E5M2"};
+  const char* names[] = {"BOOL", "U8",  "I8",   "I16", "U16", "I32",     "U32",    "I64",
+                         "U64",  "F16", "BF16", "F32", "F64", "F8_E4M3", "F8_E5M2"};
   for (const char* n : names) {
     const DType t = *dtype_from_safetensors(n);
     const size_t es = static_cast<size_t>(dtype_info(t).block_bytes);
@@ -155,27 +158,19 @@ TEST(Safetensors, Sharded) {
   EXPECT_EQ(sh.tensors.at("b").as<float>()[1], 6.0f);
 
   // A tensor listed in the wrong shard.
-  {
-    std::ofstream(index) << R"({"weight_map":{"a":"model-00002-of-00002.safetensors"}})";
-  }
+  { std::ofstream(index) << R"({"weight_map":{"a":"model-00002-of-00002.safetensors"}})"; }
   EXPECT_THAT([&] { ShardedSafetensors::open(index); },
               ::testing::ThrowsMessage<Error>(HasSubstr("tensor 'a' is listed in shard")));
   // A missing shard.
-  {
-    std::ofstream(index) << R"({"weight_map":{"a":"nope.safetensors"}})";
-  }
+  { std::ofstream(index) << R"({"weight_map":{"a":"nope.safetensors"}})"; }
   EXPECT_THAT([&] { ShardedSafetensors::open(index); },
               ::testing::ThrowsMessage<Error>(HasSubstr("shard 'nope.safetensors'")));
   // A name escaping the directory.
-  {
-    std::ofstream(index) << R"({"weight_map":{"a":"../x.safetensors"}})";
-  }
+  { std::ofstream(index) << R"({"weight_map":{"a":"../x.safetensors"}})"; }
   EXPECT_THAT([&] { ShardedSafetensors::open(index); },
               ::testing::ThrowsMessage<Error>(HasSubstr("plain file name")));
   // Not JSON.
-  {
-    std::ofstream(index) << "{\"weight_map\": ";
-  }
+  { std::ofstream(index) << "{\"weight_map\": "; }
   EXPECT_THAT([&] { ShardedSafetensors::open(index); },
               ::testing::ThrowsMessage<Error>(HasSubstr("not valid JSON")));
 }
@@ -223,12 +218,15 @@ TEST(SafetensorsBad, OffsetsReversed) {
 
 TEST(SafetensorsBad, SizeMismatch) {
   EXPECT_ST_ERROR(image(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16),
-                  "size.safetensors", "tensor 'w': data_offsets cover 16 bytes but F32 shape [3] needs 12");
+                  "size.safetensors",
+                  "tensor 'w': data_offsets cover 16 bytes but F32 shape [3] needs 12");
 }
 
 TEST(SafetensorsBad, HugeShape) {
   EXPECT_ST_ERROR(
-      image(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,16]}})", 16),
+      image(
+          R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,16]}})",
+          16),
       "bigshape.safetensors", "tensor 'w': shape");
   EXPECT_ST_ERROR(image(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
                   "negshape.safetensors", "not a non-negative integer");
@@ -258,7 +256,8 @@ TEST(SafetensorsBad, MissingFields) {
                   "tensor 'w': data_offsets must be [begin, end]");
   EXPECT_ST_ERROR(image(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", 4), "nodtype.safetensors",
                   "tensor 'w': missing dtype");
-  EXPECT_ST_ERROR(image(R"({"w":3})", 4), "notobj.safetensors", "tensor 'w': entry is not an object");
+  EXPECT_ST_ERROR(image(R"({"w":3})", 4), "notobj.safetensors",
+                  "tensor 'w': entry is not an object");
 }
 
 TEST(SafetensorsBad, InvalidUtf8Name) {
