@@ -108,15 +108,19 @@ def make_weights(cfg, dtype, seed):
     pool = torch.empty(1 << 22, dtype=dtype).uniform_(-1.0, 1.0, generator=g)
     w = {}
 
+    scaled = {}  # one scaled copy of the pool per range: a single write pass per weight
+
     def fill(t, lo, hi):
+        if (lo, hi) not in scaled:
+            scaled[(lo, hi)] = pool * ((hi - lo) / 2) + (hi + lo) / 2
+        src = scaled[(lo, hi)]
         flat = t.view(-1)
         i = 0
         while i < flat.numel():
-            off = int(torch.randint(0, pool.numel() // 2, (1,), generator=g))
-            n = min(flat.numel() - i, pool.numel() - off)
-            flat[i : i + n].copy_(pool[off : off + n])
+            off = int(torch.randint(0, src.numel() // 2, (1,), generator=g))
+            n = min(flat.numel() - i, src.numel() - off)
+            flat[i : i + n].copy_(src[off : off + n])
             i += n
-        flat.mul_((hi - lo) / 2).add_((hi + lo) / 2)
         return t
 
     def uni(name, shape, bound):

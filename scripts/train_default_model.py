@@ -6,12 +6,13 @@
 1. Splits the text: first 90% of the characters for training, last 10% held out.
 2. Trains a SentencePiece BPE tokenizer on the training part with `spm_train`
    (Gemma's special ids: pad 0, eos 1, bos 2, unk 3; byte fallback; newline is a piece).
-3. Trains a RecurrentGemma (the architecture of tests/reference/recurrent_gemma.py, whose
-   forward pass is used as is, with the RG-LRU scan in its parallel form) on windows of the
+3. Trains a RecurrentGemma with the forward pass of tests/reference/recurrent_gemma.py, with
+   the RG-LRU scan in a parallel (cumulative-sum) form and the dense products as oneDNN
+   convolutions, both asserted equal to the plain reference at start; windows of the
    training tokens, each starting with BOS.
-4. Writes an HF directory (config.json, model.safetensors, tokenizer.model) and reports the
-   held-out perplexity computed by the reference with the sequential scan: the whole
-   held-out text as one sequence after BOS.
+4. Writes an HF directory (config.json, model.safetensors, tokenizer.model), and
+   DIR-summary.json beside it, with the held-out perplexity computed by the reference on the
+   written model: the whole held-out text as one sequence after BOS.
 
 Everything is seeded; with the same torch build and thread count the run is reproducible.
 """

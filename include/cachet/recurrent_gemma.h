@@ -17,16 +17,16 @@ namespace cachet {
 
 struct RecurrentGemmaConfig {
   int64_t vocab_size = 0;
-  int64_t hidden_size = 0;              // d
-  int64_t intermediate_size = 0;        // 2 x MLP branch width (HF convention)
+  int64_t hidden_size = 0;        // d
+  int64_t intermediate_size = 0;  // 2 x MLP branch width (HF convention)
   int64_t num_hidden_layers = 0;
-  int64_t num_attention_heads = 0;      // query heads and RG-LRU gate blocks
+  int64_t num_attention_heads = 0;  // query heads and RG-LRU gate blocks
   int64_t num_key_value_heads = 0;
   int64_t head_dim = 0;
   int64_t lru_width = 0;
-  int64_t attention_window_size = 0;    // W: a query sees itself and W previous keys
+  int64_t attention_window_size = 0;  // W: a query sees itself and W previous keys
   int64_t conv1d_width = 0;
-  double logits_soft_cap = 30.0;        // <= 0: no cap
+  double logits_soft_cap = 30.0;  // <= 0: no cap
   double rms_norm_eps = 1e-6;
   double partial_rotary_factor = 0.5;
   double rope_theta = 10000.0;

@@ -13,6 +13,8 @@
 // inputs and the RG-LRU h, and per attention layer a ring of W post-RoPE keys and values
 // (slot = position % W). A forward of T tokens runs the linear layers as matrix products over
 // all rows; rows may belong to one state (a prefill chunk) or to several (a batched step).
+#include "cachet/recurrent_gemma.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -22,7 +24,6 @@
 #include "cachet/error.h"
 #include "cachet/half.h"
 #include "cachet/ops.h"
-#include "cachet/recurrent_gemma.h"
 #include "cachet/state_impl.h"
 #include "cachet/threadpool.h"
 #include "rg_state.h"
@@ -42,13 +43,13 @@ struct Layer {
   Linear gate, up, down;                           // MLP
   // Recurrent block.
   Linear lin_x, lin_y, lin_out;
-  std::vector<float> conv_w;       // [R, K], tap K-1 multiplies the newest input
-  std::vector<float> conv_b;       // [R]
-  std::vector<float> neg_c_sp;     // -8 * softplus(recurrent_param), [R]
-  std::vector<float> in_gate_t;    // [H, bw_out, bw_in] (transposed from [H, in, out])
-  std::vector<float> a_gate_t;     // [H, bw_out, bw_in]
-  std::vector<float> in_gate_b;    // [R]
-  std::vector<float> a_gate_b;     // [R]
+  std::vector<float> conv_w;     // [R, K], tap K-1 multiplies the newest input
+  std::vector<float> conv_b;     // [R]
+  std::vector<float> neg_c_sp;   // -8 * softplus(recurrent_param), [R]
+  std::vector<float> in_gate_t;  // [H, bw_out, bw_in] (transposed from [H, in, out])
+  std::vector<float> a_gate_t;   // [H, bw_out, bw_in]
+  std::vector<float> in_gate_b;  // [R]
+  std::vector<float> a_gate_b;   // [R]
   // Attention block.
   Linear q, k, v, o;
 };
@@ -82,9 +83,7 @@ class RecurrentGemma final : public LanguageModel {
 
   const ModelInfo& info() const override { return info_; }
 
-  State new_state() const override {
-    return State(std::make_unique<models::RgState>(layout_));
-  }
+  State new_state() const override { return State(std::make_unique<models::RgState>(layout_)); }
 
   State load_state(const std::string& path) const override {
     return State(models::RgState::load(layout_, path));
@@ -172,7 +171,8 @@ class RecurrentGemma final : public LanguageModel {
       const std::string lp = p + "layers." + std::to_string(i) + ".";
       Layer L;
       L.attention = cfg_.is_attention(i);
-      L.temporal_norm = models::to_f32(models::need_tensor(f, lp + "temporal_pre_norm.weight", {d}));
+      L.temporal_norm =
+          models::to_f32(models::need_tensor(f, lp + "temporal_pre_norm.weight", {d}));
       L.channel_norm = models::to_f32(models::need_tensor(f, lp + "channel_pre_norm.weight", {d}));
       L.gate = models::need_linear(f, lp + "mlp_block.gate_proj", E, d, true);
       L.up = models::need_linear(f, lp + "mlp_block.up_proj", E, d, true);
@@ -180,8 +180,9 @@ class RecurrentGemma final : public LanguageModel {
       const std::string tp = lp + "temporal_block.";
       const std::string other = L.attention ? "linear_x.weight" : "q_proj.weight";
       if (f.tensors.count(tp + other))
-        fail(f.path, ": tensor '", tp + other, "' does not belong to layer ", i, ", which the config",
-             " makes a", L.attention ? "n attention" : " recurrent", " block");
+        fail(f.path, ": tensor '", tp + other, "' does not belong to layer ", i,
+             ", which the config", " makes a", L.attention ? "n attention" : " recurrent",
+             " block");
       if (L.attention) {
         const bool b = cfg_.attention_bias;
         L.q = models::need_linear(f, tp + "q_proj", qdim, d, b);
@@ -195,7 +196,8 @@ class RecurrentGemma final : public LanguageModel {
         L.conv_w = models::to_f32(models::need_tensor(f, tp + "conv_1d.weight", {R, 1, K}));
         L.conv_b = models::to_f32(models::need_tensor(f, tp + "conv_1d.bias", {R}));
         const std::string gp = tp + "rg_lru.";
-        std::vector<float> lam = models::to_f32(models::need_tensor(f, gp + "recurrent_param", {R}));
+        std::vector<float> lam =
+            models::to_f32(models::need_tensor(f, gp + "recurrent_param", {R}));
         L.neg_c_sp.resize(static_cast<size_t>(R));
         ops::softplus(lam.data(), L.neg_c_sp.data(), R);
         for (float& x : L.neg_c_sp) x *= -8.0f;
@@ -210,16 +212,15 @@ class RecurrentGemma final : public LanguageModel {
     const std::string extra = p + "layers." + std::to_string(cfg_.num_hidden_layers) + ".";
     for (const auto& [name, t] : f.tensors)
       if (name.rfind(extra, 0) == 0)
-        fail(f.path, ": tensor '", name, "' belongs to a layer beyond num_hidden_layers = ",
-             cfg_.num_hidden_layers);
+        fail(f.path, ": tensor '", name,
+             "' belongs to a layer beyond num_hidden_layers = ", cfg_.num_hidden_layers);
 
     embed_scale_ = bf16_to_f32(f32_to_bf16(static_cast<float>(std::sqrt(static_cast<double>(d)))));
     const int64_t rd = cfg_.rot_dim();
     inv_freq_.resize(static_cast<size_t>(rd / 2));
     for (int64_t j = 0; j < rd / 2; ++j) {
       const float e = static_cast<float>(2 * j) / static_cast<float>(rd);
-      inv_freq_[static_cast<size_t>(j)] =
-          1.0f / std::pow(static_cast<float>(cfg_.rope_theta), e);
+      inv_freq_[static_cast<size_t>(j)] = 1.0f / std::pow(static_cast<float>(cfg_.rope_theta), e);
     }
   }
 
@@ -438,8 +439,7 @@ class RecurrentGemma final : public LanguageModel {
     for (const Segment& seg : segs) {
       float* w = seg.st->conv(li);
       const float* us = u + seg.row0 * R;
-      ops::conv1d_depthwise(w, us, L.conv_w.data(), L.conv_b.data(), c + seg.row0 * R, seg.n, R,
-                            K);
+      ops::conv1d_depthwise(w, us, L.conv_w.data(), L.conv_b.data(), c + seg.row0 * R, seg.n, R, K);
       if (hist == 0) continue;
       if (seg.n >= hist) {
         std::memcpy(w, us + (seg.n - hist) * R, static_cast<size_t>(hist * R) * sizeof(float));
@@ -458,7 +458,8 @@ class RecurrentGemma final : public LanguageModel {
         float* ox = gx + r * R + h * bw;
         float* oa = ga + r * R + h * bw;
         for (int64_t o = 0; o < bw; ++o) {
-          ox[o] = ops::dot(L.in_gate_t.data() + (h * bw + o) * bw, ch, bw) + L.in_gate_b[h * bw + o];
+          ox[o] =
+              ops::dot(L.in_gate_t.data() + (h * bw + o) * bw, ch, bw) + L.in_gate_b[h * bw + o];
           oa[o] = ops::dot(L.a_gate_t.data() + (h * bw + o) * bw, ch, bw) + L.a_gate_b[h * bw + o];
         }
         ops::sigmoid(ox, ox, bw);
@@ -512,7 +513,8 @@ class RecurrentGemma final : public LanguageModel {
     models::apply_linear(L.v, xn, N, v, pool);
     for (int64_t r = 0; r < N; ++r) {
       for (int64_t h = 0; h < H; ++h) apply_rope(s, r, q + r * qdim + h * hd);
-      for (int64_t h = 0; h < cfg_.num_key_value_heads; ++h) apply_rope(s, r, k + r * kvdim + h * hd);
+      for (int64_t h = 0; h < cfg_.num_key_value_heads; ++h)
+        apply_rope(s, r, k + r * kvdim + h * hd);
     }
 
     // Query at position p sees keys at positions max(0, p - W) .. p: those before the segment
@@ -533,7 +535,8 @@ class RecurrentGemma final : public LanguageModel {
           return kp < seg.pos0 ? ring + (kp % W) * kvdim + g * hd
                                : fresh + (seg.row0 + kp - seg.pos0) * kvdim + g * hd;
         };
-        for (int64_t j = 0; j < nk; ++j) sc[j] = ops::dot(qh, key_row(lo + j, ring_k, k), hd) * scale;
+        for (int64_t j = 0; j < nk; ++j)
+          sc[j] = ops::dot(qh, key_row(lo + j, ring_k, k), hd) * scale;
         ops::softmax(sc, nk);
         float* o = att + r * qdim + h * hd;
         std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));

@@ -26,17 +26,25 @@ State::State(State&&) noexcept = default;
 State& State::operator=(State&&) noexcept = default;
 State::~State() = default;
 
-int64_t State::position() const { return need(impl_).position(); }
+int64_t State::position() const {
+  return need(impl_).position();
+}
 
 void State::reset() {
   need(impl_);
   impl_->reset();
 }
 
-size_t State::bytes() const { return impl_ ? impl_->bytes() : 0; }
+size_t State::bytes() const {
+  return impl_ ? impl_->bytes() : 0;
+}
 
-uint64_t State::model_fingerprint() const { return need(impl_).model_fingerprint(); }
+uint64_t State::model_fingerprint() const {
+  return need(impl_).model_fingerprint();
+}
 
-void State::save(const std::string& path) const { need(impl_).save(path); }
+void State::save(const std::string& path) const {
+  need(impl_).save(path);
+}
 
 }  // namespace cachet

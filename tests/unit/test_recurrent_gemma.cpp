@@ -1,13 +1,12 @@
 // RecurrentGemma on tiny random models built in memory: prefill / step / chunk agreement,
 // forward_batch, error handling and config/weights validation.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -187,7 +186,8 @@ TEST(RecurrentGemma, ForwardBatchEqualsSeparateSteps) {
   }
   // Continue both ways for a few more steps.
   for (int step = 0; step < 6; ++step) {
-    const std::vector<int32_t> tok = {static_cast<int32_t>(step), 33, static_cast<int32_t>(50 - step)};
+    const std::vector<int32_t> tok = {static_cast<int32_t>(step), 33,
+                                      static_cast<int32_t>(50 - step)};
     m->forward_batch(ptrs, tok, batch);
     for (size_t i = 0; i < 3; ++i) {
       std::vector<float> one;
@@ -317,8 +317,8 @@ TEST(RecurrentGemmaConfig, UnderscoreBlockTypesAccepted) {
 }
 
 TEST(RecurrentGemmaConfig, RequiredFields) {
-  for (const char* key : {"intermediate_size", "num_key_value_heads", "vocab_size", "hidden_size",
-                          "block_types"}) {
+  for (const char* key :
+       {"intermediate_size", "num_key_value_heads", "vocab_size", "hidden_size", "block_types"}) {
     auto f = random_recurrent_gemma_files(tiny_config(), 1);
     f.config.erase(key);
     const auto msg = load_error(std::move(f));
@@ -457,8 +457,8 @@ namespace {
 // A GGUF laid out like candle's quantized RecurrentGemma files: HF tensor names, matrices
 // quantized, vectors and 3-D tensors F32, no architecture metadata, config.json beside it.
 TEST(RecurrentGemmaLoad, CandleStyleGgufWithSiblingConfig) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("cachet_rg_gguf_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("cachet_rg_gguf_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto c = tiny_config();
   ModelFiles f = with_matrix_type(random_recurrent_gemma_files(c, 6, 0.2f), DType::Q8_0);
