@@ -469,12 +469,12 @@ def bench(args):
             model.step(torch.argmax(wl), ws)
         print(f"warm-up ({nw}-token prefill + 1 step): {t.wall:.1f} s")
 
-    # "cpu-time rate": tokens per (process CPU seconds / threads), i.e. the rate the same work
-    # would reach with the threads running undisturbed; equals the wall rate on an idle machine.
+    # Process CPU seconds (all threads) per token are printed beside the wall rate: on a busy
+    # machine they show how much work the step took while the wall rate shows what a user waits.
     with Timer() as t:
         logits, state = model.prefill(prompt)
     print(f"torch prefill {args.prompt}: {args.prompt / t.wall:.2f} tok/s ({t.wall:.2f} s wall,"
-          f" {t.cpu:.2f} s cpu; cpu-time rate {args.prompt * args.threads / t.cpu:.2f} tok/s)")
+          f" {t.cpu:.2f} s cpu = {t.cpu / args.prompt:.3f} cpu s/token)")
 
     walls, cpus = [], []
     tok = torch.argmax(logits)
@@ -488,7 +488,7 @@ def bench(args):
         n, tw, tc = len(walls), sum(walls), sum(cpus)
         print(f"torch decode: {n / tw:.3f} tok/s ({n} tokens, {tw:.2f} s wall, {tc:.2f} s cpu;"
               f" step min {min(walls):.2f} s, max {max(walls):.2f} s;"
-              f" cpu-time rate {n * args.threads / tc:.3f} tok/s)")
+              f" {tc / n:.2f} cpu s/token)")
     print(f"load average at end: {load_avg()}; RSS {mem_gb():.2f} GB")
     return 0
 

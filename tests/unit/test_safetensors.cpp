@@ -27,11 +27,10 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
 // A file from a raw header string and data bytes.
 std::vector<uint8_t> image(const std::string& header, size_t data_bytes,
                            uint64_t hlen_override = 0) {
-  std::vector<uint8_t> b(8);
+  std::vector<uint8_t> b(8 + header.size() + data_bytes, 0);
   const uint64_t n = hlen_override ? hlen_override : header.size();
   std::memcpy(b.data(), &n, 8);
-  b.insert(b.end(), header.begin(), header.end());
-  b.insert(b.end(), data_bytes, 0);
+  if (!header.empty()) std::memcpy(b.data() + 8, header.data(), header.size());
   return b;
 }
 
