@@ -55,6 +55,9 @@ std::optional<DType> dtype_from_ggml(uint32_t id);
 // "Q4_K", "q4_k", "bf16", "F32", ... -> type (nullopt when unknown).
 std::optional<DType> dtype_from_name(std::string_view name);
 inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+// Alignment in bytes that data of this type needs (the alignment of its element or block
+// struct: 2 for the f16-scaled blocks, 4 for F32 and Q8_K, ...).
+size_t dtype_alignment(DType t);
 // Bytes of a row of n elements; throws if n is not a multiple of the block size.
 size_t row_bytes(DType t, int64_t n);
 

@@ -62,6 +62,16 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+size_t dtype_alignment(DType t) {
+  switch (t) {
+    case DType::F32: case DType::I32: case DType::U32: case DType::Q8_K: return 4;
+    case DType::F64: case DType::I64: case DType::U64: return 8;
+    case DType::I8: case DType::U8: case DType::BOOL: case DType::F8_E4M3: case DType::F8_E5M2:
+      return 1;
+    default: return 2;  // F16, BF16, I16, U16 and the blocks with f16 scales
+  }
+}
+
 size_t row_bytes(DType t, int64_t n) {
   const auto& info = dtype_info(t);
   CACHET_CHECK(n >= 0 && n % info.block_elems == 0, "a row of ", n, " elements is not a whole number of ",

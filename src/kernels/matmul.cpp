@@ -114,6 +114,11 @@ void matmul_isa(Isa isa, const MatView& w, const float* x, int64_t n, float* y, 
     return;
   }
   CACHET_CHECK(w.data != nullptr && x != nullptr, "matmul: null weight or activation data");
+  const size_t align = dtype_alignment(w.type);
+  CACHET_CHECK(reinterpret_cast<uintptr_t>(w.data) % align == 0 &&
+                   (w.rows <= 1 || w.row_stride % align == 0),
+               "matmul: ", dtype_name(w.type), " weights must be ", align,
+               "-byte aligned (data and row stride)");
   if (isa > best_isa()) isa = best_isa();
   if (isa == Isa::Avx512) return matmul_internal::matmul_avx512(w, x, n, y, pool);
   if (isa == Isa::Avx2) return matmul_internal::matmul_avx2(w, x, n, y, pool);

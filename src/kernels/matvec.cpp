@@ -131,6 +131,10 @@ void matvec_isa(Isa isa, const MatView& w, const float* x, float* y, ThreadPool&
   CACHET_CHECK(w.data != nullptr && x != nullptr, "matvec: null weight or input");
   CACHET_CHECK(w.row_stride >= row_bytes(w.type, w.cols), "matvec: row stride ", w.row_stride,
                " is shorter than a ", dtype_name(w.type), " row of ", w.cols, " elements");
+  const size_t align = dtype_alignment(w.type);
+  CACHET_CHECK(reinterpret_cast<uintptr_t>(w.data) % align == 0 && w.row_stride % align == 0,
+               "matvec: ", dtype_name(w.type), " weights must be ", align,
+               "-byte aligned (data and row stride)");
 
   if (isa > best_isa()) isa = best_isa();
   kern::Kernel k;

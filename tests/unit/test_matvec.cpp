@@ -55,7 +55,7 @@ Mat make_mat(DType t, int64_t rows, int64_t cols, uint32_t seed, size_t pad = 0)
     quantize_row(t, src.data() + r * cols, m.bytes.data() + r * stride, cols);
     dequantize_row(t, m.bytes.data() + r * stride, m.deq.data() + r * cols, cols);
   }
-  m.view = MatView{t, rows, cols, m.bytes.data(), stride};  // padded rows are unaligned
+  m.view = MatView{t, rows, cols, m.bytes.data(), stride};  // padded rows: stride != row size
   return m;
 }
 
@@ -97,7 +97,7 @@ TEST(MatvecScalar, MatchesDequantizedDot) {
   for (DType t : kTypes) {
     const int64_t be = dtype_info(t).block_elems;
     const int64_t rows = 7, cols = be == 1 ? 37 : 2 * be;
-    Mat m = make_mat(t, rows, cols, 11, 3);
+    Mat m = make_mat(t, rows, cols, 11, 4);
     const auto x = random_vec(static_cast<size_t>(cols), 12);
     std::vector<float> y(rows);
     matvec_isa(Isa::Scalar, m.view, x.data(), y.data(), pool);
@@ -125,7 +125,7 @@ TEST(MatvecSimd, MatchesScalarAllTypes) {
       for (int64_t rows : row_counts) {
         for (int64_t cols : col_counts) {
           ++seed;
-          Mat m = make_mat(t, rows, cols, seed, rows % 2 ? 5 : 0);
+          Mat m = make_mat(t, rows, cols, seed, rows % 2 ? 8 : 0);
           const auto x = random_vec(static_cast<size_t>(cols), seed * 7 + 1, 0.05f);
           std::vector<float> ref(rows), y(rows, NAN);
           matvec_isa(Isa::Scalar, m.view, x.data(), ref.data(), pool);
@@ -189,6 +189,12 @@ TEST(MatvecErrors, RejectsBadInput) {
   EXPECT_THROW(matvec(MatView{DType::Q8_0, 2, 64, buf.data(), 34}, x.data(), y.data(), pool),
                Error);  // stride shorter than a row
   EXPECT_THROW(matvec(MatView{DType::F32, 2, 8, nullptr, 32}, x.data(), y.data(), pool), Error);
+  // Misaligned weights (data or row stride) are refused, not read through misaligned structs.
+  EXPECT_THROW(matvec(MatView{DType::Q4_0, 2, 32, buf.data() + 1, 18}, x.data(), y.data(), pool),
+               Error);
+  EXPECT_THROW(matvec(MatView{DType::F32, 2, 8, buf.data(), 34}, x.data(), y.data(), pool), Error);
+  EXPECT_THROW(matmul(MatView{DType::Q8_0, 2, 32, buf.data() + 1, 34}, x.data(), 1, y.data(), pool),
+               Error);
   // Empty shapes are fine.
   matvec(MatView{DType::F32, 0, 8, nullptr, 32}, x.data(), y.data(), pool);
   y.assign(4, 1.0f);
