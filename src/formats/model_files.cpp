@@ -2,6 +2,7 @@
 #include "cachet/model_files.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -120,14 +121,38 @@ void open_safetensors(ModelFiles& m) {
 
 }  // namespace
 
+namespace {
+// safetensors places tensors back to back, so a file may hold an F32 tensor at an odd offset.
+// Such a tensor is copied once into aligned memory so that kernels can read it as its type.
+void align_tensors(ModelFiles& m) {
+  for (auto& [name, t] : m.tensors) {
+    if (t.data == nullptr || reinterpret_cast<uintptr_t>(t.data) % dtype_alignment(t.dtype) == 0)
+      continue;
+    auto buf = aligned_buffer(t.nbytes);
+    std::memcpy(buf.get(), t.data, t.nbytes);
+    t.data = buf.get();
+    t.owner = std::move(buf);
+  }
+}
+
+ModelFiles open_any(const std::string& path);
+}  // namespace
+
 ModelFiles ModelFiles::open(const std::string& path) {
+  ModelFiles m = open_any(path);
+  align_tensors(m);
+  return m;
+}
+
+namespace {
+ModelFiles open_any(const std::string& path) {
   ModelFiles m;
   m.path = path;
   std::error_code ec;
   const auto st = fs::status(path, ec);
   if (ec || !fs::exists(st)) fail(path, ": no such file or directory");
   if (fs::is_directory(st)) {
-    m.format = Format::HfDir;
+    m.format = ModelFiles::Format::HfDir;
     open_dir(m);
     return m;
   }
@@ -147,6 +172,7 @@ ModelFiles ModelFiles::open(const std::string& path) {
        ": unrecognised format (expected a GGUF file, a .safetensors file or a model "
        "directory with config.json)");
 }
+}  // namespace
 
 const Tensor* ModelFiles::find(const std::string& name) const {
   auto it = tensors.find(name);

@@ -168,3 +168,20 @@ TEST(ModelFilesBad, Errors) {
   msg = error_of((d / "notgguf.gguf").string());
   EXPECT_THAT(msg, HasSubstr("bad magic"));
 }
+
+TEST(ModelFiles, RealignsTensorsAtOddOffsets) {
+  // safetensors stores tensors back to back: after a 3-byte U8 tensor an F32 tensor may sit at
+  // an odd offset. ModelFiles hands out every tensor aligned for its type.
+  SafetensorsWriter w;
+  const uint8_t bytes[3] = {1, 2, 3};
+  const float vals[2] = {1.5f, -2.25f};
+  w.add_tensor("a", DType::U8, {3}, bytes, 3);
+  w.add_tensor("b", DType::F32, {2}, vals, 8);
+  const std::string path = (fs::path(::testing::TempDir()) / "mf_odd.safetensors").string();
+  w.write(path);
+  ModelFiles m = ModelFiles::open(path);
+  const Tensor& b = m.get("b");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data) % 4, 0u);
+  EXPECT_EQ(b.as<float>()[0], 1.5f);
+  EXPECT_EQ(b.as<float>()[1], -2.25f);
+}
