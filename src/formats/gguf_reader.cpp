@@ -260,7 +260,8 @@ void GgufParser::run() {
   for (const auto& info : f_.infos_) {
     if (info.offset > data_size || info.nbytes > data_size - info.offset)
       error("tensor '", info.name, "': data (offset ", info.offset, ", ", info.nbytes,
-            " bytes) extends past the end of the file (data section holds ", data_size, " bytes)");
+            " bytes) extends past the end of the file (data section holds ", data_size,
+            " bytes): the file is truncated, e.g. an incomplete download");
   }
   std::vector<size_t> order(f_.infos_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
