@@ -118,4 +118,25 @@ void AtomicFile::commit() {
   done_ = true;
 }
 
+void write_file_atomically(const std::string& path, const ByteWriter& body) {
+  AtomicFile f(path);
+  try {
+    body([&](const void* p, size_t n) { f.write(p, n); });
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    if (msg.rfind(path, 0) == 0) throw;
+    fail(path, ": ", msg);
+  }
+  f.commit();
+}
+
+std::vector<uint8_t> collect_bytes(const ByteWriter& body) {
+  std::vector<uint8_t> out;
+  body([&](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    out.insert(out.end(), b, b + n);
+  });
+  return out;
+}
+
 }  // namespace cachet::formats

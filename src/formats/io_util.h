@@ -3,9 +3,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cachet::formats {
 
@@ -35,5 +37,14 @@ class AtomicFile {
   std::FILE* f_ = nullptr;
   bool done_ = false;
 };
+
+using ByteSink = std::function<void(const void* data, size_t size)>;
+using ByteWriter = std::function<void(const ByteSink& sink)>;
+
+// Runs body with a sink into path, written atomically (AtomicFile); errors that do not name the
+// path already are prefixed with it.
+void write_file_atomically(const std::string& path, const ByteWriter& body);
+// Everything body writes, in memory.
+std::vector<uint8_t> collect_bytes(const ByteWriter& body);
 
 }  // namespace cachet::formats

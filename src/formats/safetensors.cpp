@@ -349,24 +349,11 @@ void SafetensorsWriter::write_to(const Sink& sink) const {
 }
 
 void SafetensorsWriter::write(const std::string& path) const {
-  formats::AtomicFile f(path);
-  try {
-    write_to([&](const void* p, size_t n) { f.write(p, n); });
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    if (msg.rfind(path, 0) == 0) throw;
-    fail(path, ": ", msg);
-  }
-  f.commit();
+  formats::write_file_atomically(path, [this](const Sink& sink) { write_to(sink); });
 }
 
 std::vector<uint8_t> SafetensorsWriter::to_bytes() const {
-  std::vector<uint8_t> out;
-  write_to([&](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    out.insert(out.end(), b, b + n);
-  });
-  return out;
+  return formats::collect_bytes([this](const Sink& sink) { write_to(sink); });
 }
 
 }  // namespace cachet
