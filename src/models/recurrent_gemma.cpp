@@ -339,7 +339,8 @@ class RecurrentGemma final : public LanguageModel {
     s.e = buf(N * std::max(R, kvdim));
     s.f = buf(N * R);
     s.rope = buf(N * cfg_.rot_dim());
-    s.scores = buf(static_cast<int64_t>(pool.size()) * (cfg_.attention_window_size + 1));
+    s.scores = buf(static_cast<int64_t>(pool.size()) * cfg_.num_attention_heads *
+                   (cfg_.attention_window_size + 1));
 
     // x0 = E[token] * bf16(sqrt(d))
     for (int64_t r = 0; r < N; ++r) {
@@ -379,7 +380,7 @@ class RecurrentGemma final : public LanguageModel {
     int64_t* row_pos = nullptr;  // position of each row
     float *a = nullptr, *b = nullptr, *c = nullptr, *e = nullptr, *f = nullptr;
     float* rope = nullptr;    // [N, rot_dim]: cos then sin of each pair
-    float* scores = nullptr;  // [threads, W + 1]
+    float* scores = nullptr;  // [threads, heads, W + 1]
   };
 
   bool has_attention() const {
@@ -520,27 +521,45 @@ class RecurrentGemma final : public LanguageModel {
     // Query at position p sees keys at positions max(0, p - W) .. p: those before the segment
     // come from the state's ring (slot = pos % W), the others from this pass.
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    // The heads of one KV group are taken together, so each key and value row is read once
+    // for all of them; a group is split into chunks of heads when there are fewer (row, group)
+    // items than threads. Every head is computed the same way whatever the chunking.
+    const int64_t kvh = cfg_.num_key_value_heads;
+    const int64_t nthreads = pool.size();
+    const int64_t cpg = N * kvh >= nthreads
+                            ? 1
+                            : std::min<int64_t>(group, (nthreads + N * kvh - 1) / (N * kvh));
+    const int64_t chunk = (group + cpg - 1) / cpg;
     auto attend = [&](int tid, int nt) {
-      float* sc = s.scores + static_cast<int64_t>(tid) * (W + 1);
-      for (int64_t item = tid; item < N * H; item += nt) {
-        const int64_t r = item / H, h = item % H, g = h / group;
+      float* sc_base = s.scores + static_cast<int64_t>(tid) * H * (W + 1);
+      for (int64_t item = tid; item < N * kvh * cpg; item += nt) {
+        const int64_t r = item / (kvh * cpg), g = (item % (kvh * cpg)) / cpg, c = item % cpg;
+        const int64_t h0 = g * group + c * chunk, h1 = std::min(h0 + chunk, (g + 1) * group);
+        if (h0 >= h1) continue;
         const Segment& seg = segs[static_cast<size_t>(s.row_seg[r])];
         const float* ring_k = seg.st->k(li);
         const float* ring_v = seg.st->v(li);
         const int64_t p = s.row_pos[r];
         const int64_t lo = std::max<int64_t>(0, p - W);
         const int64_t nk = p - lo + 1;
-        const float* qh = q + r * qdim + h * hd;
         auto key_row = [&](int64_t kp, const float* ring, const float* fresh) {
           return kp < seg.pos0 ? ring + (kp % W) * kvdim + g * hd
                                : fresh + (seg.row0 + kp - seg.pos0) * kvdim + g * hd;
         };
-        for (int64_t j = 0; j < nk; ++j)
-          sc[j] = ops::dot(qh, key_row(lo + j, ring_k, k), hd) * scale;
-        ops::softmax(sc, nk);
-        float* o = att + r * qdim + h * hd;
-        std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
-        for (int64_t j = 0; j < nk; ++j) ops::axpy(sc[j], key_row(lo + j, ring_v, v), o, hd);
+        for (int64_t j = 0; j < nk; ++j) {
+          const float* kr = key_row(lo + j, ring_k, k);
+          for (int64_t h = h0; h < h1; ++h)
+            sc_base[(h - h0) * (W + 1) + j] = ops::dot(q + r * qdim + h * hd, kr, hd) * scale;
+        }
+        for (int64_t h = h0; h < h1; ++h) {
+          ops::softmax(sc_base + (h - h0) * (W + 1), nk);
+          std::memset(att + r * qdim + h * hd, 0, static_cast<size_t>(hd) * sizeof(float));
+        }
+        for (int64_t j = 0; j < nk; ++j) {
+          const float* vr = key_row(lo + j, ring_v, v);
+          for (int64_t h = h0; h < h1; ++h)
+            ops::axpy(sc_base[(h - h0) * (W + 1) + j], vr, att + r * qdim + h * hd, hd);
+        }
       }
     };
     par_run(pool, attend);
