@@ -30,28 +30,8 @@ namespace {
 constexpr int64_t kRowGrain = 16;              // rows per scheduling unit
 constexpr size_t kMinParallelBytes = 1 << 16;  // smaller matrices run on the caller only
 
-bool supported(DType t) {
-  switch (t) {
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q4_0:
-    case DType::Q4_1:
-    case DType::Q5_0:
-    case DType::Q5_1:
-    case DType::Q8_0:
-    case DType::Q8_1:
-    case DType::Q2_K:
-    case DType::Q3_K:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-    case DType::Q8_K:
-      return true;
-    default:
-      return false;
-  }
-}
+// Every weight type of the block-format layer has a matvec path.
+bool supported(DType t) { return is_weight_type(t); }
 
 // Grow-only scratch owned by the calling thread.
 template <typename T>
