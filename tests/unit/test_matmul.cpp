@@ -136,11 +136,11 @@ std::vector<Isa> simd_isas() {
   return v;
 }
 
-// Products of bf16-rounded weights and activations (the AVX-512 path for block-quantized
-// weights) have a relative error of at most 2^-8 each, independent from one term to the next;
+// Products of bf16-rounded weights and activations (the AVX-512 path for BF16 and
+// block-quantized weights) have a relative error of at most 2^-8 each, independent from one term to the next;
 // f32 paths only see accumulation rounding.
 bool bf16_path(Isa isa, DType t) {
-  return isa == Isa::Avx512 && !float_type(t);
+  return isa == Isa::Avx512 && t != DType::F32 && t != DType::F16;
 }
 
 void check_case(DType t, int64_t rows, int64_t cols, int64_t n, ThreadPool& pool, uint32_t seed) {
