@@ -120,6 +120,8 @@ void matmul_isa(Isa isa, const MatView& w, const float* x, int64_t n, float* y, 
                "matmul: ", dtype_name(w.type), " weights must be ", align,
                "-byte aligned (data and row stride)");
   if (isa > best_isa()) isa = best_isa();
+  if (isa >= Isa::Avx2 && n <= matmul_internal::kMatvecRowsMax)
+    return matvec_rows(isa, w, x, n, y, pool);
   if (isa == Isa::Avx512) return matmul_internal::matmul_avx512(w, x, n, y, pool);
   if (isa == Isa::Avx2) return matmul_internal::matmul_avx2(w, x, n, y, pool);
   matmul_scalar(w, x, n, y, pool);

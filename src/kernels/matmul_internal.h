@@ -12,4 +12,14 @@ namespace cachet::matmul_internal {
 void matmul_avx2(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
 void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
 
+// Few activation rows (n <= kMatvecRowsMax) on a SIMD path run as matvecs that share each
+// chunk of weight rows while it is in cache (matvec.cpp): the weights stream from memory once
+// and every output equals matvec's for that activation row. Arguments as for matmul_isa.
+constexpr int64_t kMatvecRowsMax = 4;
+
 }  // namespace cachet::matmul_internal
+
+namespace cachet {
+void matvec_rows(Isa isa, const MatView& w, const float* x, int64_t n_rows, float* y,
+                 ThreadPool& pool);
+}  // namespace cachet

@@ -15,6 +15,7 @@
 #include "cachet/quant.h"
 #include "cachet/tensor.h"
 #include "cachet/threadpool.h"
+#include "kernels/matmul_internal.h"
 #include "kernels/vecdot.h"
 
 namespace cachet {
@@ -116,6 +117,55 @@ void matvec_isa(Isa isa, const MatView& w, const float* x, float* y, ThreadPool&
                "matvec: ", dtype_name(w.type), " weights must be ", align,
                "-byte aligned (data and row stride)");
 
+  matvec_rows(isa, w, x, 1, y, pool);
+}
+
+namespace {
+
+// Activation rows prepared for a kernel, in grow-only thread-local scratch of the caller.
+struct XScratch {
+  std::vector<int8_t> qs;
+  std::vector<float> d, fsum;
+  std::vector<int32_t> isum;
+  std::vector<int16_t> bsums;
+  std::vector<kern::XPrep> preps;
+};
+
+void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, XScratch& s) {
+  s.preps.assign(static_cast<size_t>(n_rows), kern::XPrep{});
+  const size_t nx = static_cast<size_t>(n_rows), n = static_cast<size_t>(cols);
+  if (kind == kern::XKind::Q8_32) {
+    const size_t nb = n / 32;
+    int8_t* qs = scratch(s.qs, nx * n);
+    float* d = scratch(s.d, nx * nb);
+    int32_t* is = scratch(s.isum, nx * nb);
+    float* fs = scratch(s.fsum, nx * nb);
+    for (size_t j = 0; j < nx; ++j) {
+      kern::quantize_x_q8_32_avx2(x + j * n, cols, qs + j * n, d + j * nb, is + j * nb,
+                                  fs + j * nb);
+      s.preps[j] = {x + j * n, qs + j * n, d + j * nb, is + j * nb, fs + j * nb, nullptr};
+    }
+  } else if (kind == kern::XKind::Q8_K) {
+    const size_t nb = n / 256, ns = n / 16;
+    int8_t* qs = scratch(s.qs, nx * n);
+    float* d = scratch(s.d, nx * nb);
+    int16_t* bs = scratch(s.bsums, nx * ns);
+    for (size_t j = 0; j < nx; ++j) {
+      kern::quantize_x_q8_k_avx2(x + j * n, cols, qs + j * n, d + j * nb, bs + j * ns);
+      s.preps[j] = {x + j * n, qs + j * n, d + j * nb, nullptr, nullptr, bs + j * ns};
+    }
+  } else {
+    for (size_t j = 0; j < nx; ++j) s.preps[j].f32 = x + j * n;
+  }
+}
+
+}  // namespace
+
+// Y[j, r] for j < n_rows: the matvec of every activation row. Each thread takes chunks of
+// a few weight rows and runs every activation row over a chunk while it is in cache, so the
+// weights stream from memory once; each y[j, r] is computed exactly as matvec computes it.
+void matvec_rows(Isa isa, const MatView& w, const float* x, int64_t n_rows, float* y,
+                 ThreadPool& pool) {
   if (isa > best_isa()) isa = best_isa();
   kern::Kernel k;
   if (isa == Isa::Avx512)
@@ -123,39 +173,24 @@ void matvec_isa(Isa isa, const MatView& w, const float* x, float* y, ThreadPool&
   else if (isa == Isa::Avx2)
     k = kern::avx2_kernel(w.type);
   if (!k.rows) {
-    split_rows(w, pool, [&](int64_t b, int64_t e) { rows_scalar(w, x, y, b, e); });
+    split_rows(w, pool, [&](int64_t b, int64_t e) {
+      for (int64_t j = 0; j < n_rows; ++j) rows_scalar(w, x + j * w.cols, y + j * w.rows, b, e);
+    });
     return;
   }
-
-  // Activation prepared once on the calling thread, into grow-only thread-local scratch.
-  thread_local std::vector<int8_t> qs_buf;
-  thread_local std::vector<float> d_buf, fsum_buf;
-  thread_local std::vector<int32_t> isum_buf;
-  thread_local std::vector<int16_t> bsum_buf;
-  const int64_t n = w.cols;
-  kern::XPrep xp;
-  xp.f32 = x;
-  if (k.xkind == kern::XKind::Q8_32) {
-    const size_t nb = static_cast<size_t>(n / 32);
-    int8_t* qs = scratch(qs_buf, static_cast<size_t>(n));
-    float* d = scratch(d_buf, nb);
-    int32_t* is = scratch(isum_buf, nb);
-    float* fs = scratch(fsum_buf, nb);
-    kern::quantize_x_q8_32_avx2(x, n, qs, d, is, fs);
-    xp.qs = qs;
-    xp.d = d;
-    xp.isum = is;
-    xp.fsum = fs;
-  } else if (k.xkind == kern::XKind::Q8_K) {
-    int8_t* qs = scratch(qs_buf, static_cast<size_t>(n));
-    float* d = scratch(d_buf, static_cast<size_t>(n / 256));
-    int16_t* bs = scratch(bsum_buf, static_cast<size_t>(n / 16));
-    kern::quantize_x_q8_k_avx2(x, n, qs, d, bs);
-    xp.qs = qs;
-    xp.d = d;
-    xp.bsums = bs;
-  }
-  split_rows(w, pool, [&](int64_t b, int64_t e) { k.rows(w, xp, y, b, e); });
+  thread_local XScratch xs;
+  prepare_x(k.xkind, x, n_rows, w.cols, xs);
+  const kern::XPrep* preps = xs.preps.data();
+  // Weight rows per chunk: about 32 KiB, in whole tiles of 4 rows.
+  const int64_t chunk = std::clamp<int64_t>(
+      static_cast<int64_t>((32 << 10) / std::max<size_t>(w.row_stride, 1)) / 4 * 4, 4, 16);
+  split_rows(w, pool, [&](int64_t b, int64_t e) {
+    if (n_rows == 1) return k.rows(w, preps[0], y, b, e);
+    for (int64_t c = b; c < e; c += chunk) {
+      const int64_t ce = std::min(e, c + chunk);
+      for (int64_t j = 0; j < n_rows; ++j) k.rows(w, preps[j], y + j * w.rows, c, ce);
+    }
+  });
 }
 
 }  // namespace cachet
