@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
@@ -15,7 +16,7 @@ ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::thread::hardware_concurrency());
   if (n_threads <= 0) n_threads = 1;
   n_threads_ = n_threads;
-  for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this] { worker(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -25,7 +26,7 @@ ThreadPool::~ThreadPool() {
   for (auto& t : threads_) t.join();
 }
 
-void ThreadPool::worker(int index) {
+void ThreadPool::worker() {
   uint64_t seen = 0;
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
@@ -39,8 +40,11 @@ void ThreadPool::worker(int index) {
     }
     seen = g;
     if (stop_.load()) return;
+    // The ticket is this job's thread index; none left: the job is done or withdrawn.
+    const int ticket = tickets_.fetch_sub(1, std::memory_order_acq_rel);
+    if (ticket <= 0) continue;
     try {
-      (*job_)(index, n_threads_);
+      (*job_)(ticket, n_threads_);
     } catch (...) {
       bool expected = false;
       if (has_error_.compare_exchange_strong(expected, true)) error_ = std::current_exception();
@@ -49,22 +53,23 @@ void ThreadPool::worker(int index) {
   }
 }
 
-void ThreadPool::run(const std::function<void(int, int)>& fn) {
-  if (n_threads_ == 1) {
-    fn(0, 1);
-    return;
-  }
-  job_ = &fn;
+void ThreadPool::dispatch(const std::function<void(int, int)>& job, bool skippable) {
+  job_ = &job;
   has_error_.store(false);
   error_ = nullptr;
   pending_.store(n_threads_ - 1, std::memory_order_release);
+  tickets_.store(n_threads_ - 1, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   std::exception_ptr mine;
   try {
-    fn(0, n_threads_);
+    job(0, n_threads_);
   } catch (...) {
     mine = std::current_exception();
+  }
+  if (skippable) {
+    const int unclaimed = tickets_.exchange(0, std::memory_order_acq_rel);
+    if (unclaimed > 0) pending_.fetch_sub(unclaimed, std::memory_order_acq_rel);
   }
   for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
     if (spin < kSpinIterations)
@@ -75,6 +80,27 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   job_ = nullptr;
   if (mine) std::rethrow_exception(mine);
   if (has_error_.load()) std::rethrow_exception(error_);
+}
+
+void ThreadPool::run(const std::function<void(int, int)>& fn) {
+  if (n_threads_ == 1) {
+    fn(0, 1);
+    return;
+  }
+  dispatch(fn, false);
+}
+
+void ThreadPool::for_chunks(int64_t n_chunks, const std::function<void(int64_t)>& fn) {
+  if (n_chunks <= 0) return;
+  if (n_threads_ == 1 || n_chunks == 1) {
+    for (int64_t c = 0; c < n_chunks; ++c) fn(c);
+    return;
+  }
+  next_chunk_.store(0, std::memory_order_relaxed);
+  const auto job = [&](int, int) {
+    for (int64_t c; (c = next_chunk_.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) fn(c);
+  };
+  dispatch(std::cref(job), true);
 }
 
 void ThreadPool::split(int64_t n, int64_t grain, int i, int k, int64_t* begin, int64_t* end) {
@@ -88,13 +114,19 @@ void ThreadPool::split(int64_t n, int64_t grain, int i, int k, int64_t* begin, i
 void ThreadPool::parallel_for(int64_t n, int64_t grain,
                               const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
+  if (grain < 1) grain = 1;
   if (n_threads_ == 1 || n <= grain) {
     fn(0, n);
     return;
   }
-  run([&](int i, int k) {
+  // A few chunks per thread, so that threads that run faster take more of them.
+  const int64_t units = (n + grain - 1) / grain;
+  const int64_t chunks = std::min<int64_t>(units, 4 * static_cast<int64_t>(n_threads_));
+  for_chunks(chunks, [&](int64_t c) {
     int64_t b, e;
-    split(n, grain, i, k, &b, &e);
+    split(units, 1, static_cast<int>(c), static_cast<int>(chunks), &b, &e);
+    b *= grain;
+    e = std::min(n, e * grain);
     if (b < e) fn(b, e);
   });
 }

@@ -20,7 +20,6 @@ namespace {
 constexpr int kPanel = 16;          // weight rows per panel
 constexpr int kNb = 6;              // activation rows per micro-tile
 constexpr int64_t kKc = 256;        // contraction block (16 KiB panels); multiple of 256
-constexpr int64_t kDirectMaxN = 2;  // up to this many activation rows, no panel packing
 
 struct Scratch {
   std::vector<float> wf;   // f32 panel [kc][16]
@@ -94,42 +93,6 @@ void pack(const MatView& w, int64_t r0, int64_t k0, int64_t kc, float* wp, float
     for (int64_t k = 0; k < kc; ++k) wp[k * kPanel + rr] = 0.0f;
 }
 
-float dot_f32(const float* a, const float* b, int64_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-  }
-  for (; i < n; i += 8) {
-    const __m256i m = lanes(n - i);
-    s0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), s0);
-  }
-  const __m256 h = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
-
-void run_direct(const MatView& w, const float* x, int64_t n, float* y, int64_t r0, int64_t r1) {
-  Scratch& s = scratch();
-  const int64_t cols = w.cols;
-  if (w.type != DType::F32) grow(s.row, cols);
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* wr;
-    if (w.type == DType::F32) {
-      wr = reinterpret_cast<const float*>(w.row(r));
-    } else {
-      to_f32(w.type, w.row(r), 0, cols, s.row.data());
-      wr = s.row.data();
-    }
-    for (int64_t j = 0; j < n; ++j) y[j * w.rows + r] = dot_f32(wr, x + j * cols, cols);
-  }
-}
-
 struct Plan {
   const MatView* w;
   const float* x;
@@ -164,14 +127,6 @@ void run_units(const Plan& p, int64_t u0, int64_t u1) {
 void matmul_avx2(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   // The pool's jobs capture only the plan (one reference), so no call allocates.
   Plan p{&w, x, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
-  if (n <= kDirectMaxN) {
-    pool.run([&p](int i, int k) {
-      int64_t r0, r1;
-      ThreadPool::split(p.w->rows, 8, i, k, &r0, &r1);
-      if (r0 < r1) run_direct(*p.w, p.x, p.n, p.y, r0, r1);
-    });
-    return;
-  }
   const int64_t threads = pool.size();
   if (p.panels < 4 * threads) {  // too few panels to share: also split the activation rows
     const int64_t want = (4 * threads + p.panels - 1) / p.panels;
@@ -180,11 +135,8 @@ void matmul_avx2(const MatView& w, const float* x, int64_t n, float* y, ThreadPo
     p.chunk = ((n + chunks - 1) / chunks + kNb - 1) / kNb * kNb;
     p.nchunks = (n + p.chunk - 1) / p.chunk;
   }
-  pool.run([&p](int i, int k) {
-    int64_t u0, u1;
-    ThreadPool::split(p.panels * p.nchunks, 1, i, k, &u0, &u1);
-    run_units(p, u0, u1);
-  });
+  // Units (a panel of weight rows x a chunk of activation rows) are claimed one at a time.
+  pool.for_chunks(p.panels * p.nchunks, [&p](int64_t u) { run_units(p, u, u + 1); });
 }
 
 }  // namespace cachet::matmul_internal

@@ -28,7 +28,6 @@ constexpr int kPanel = 32;          // weight rows per panel
 constexpr int kNb = 12;             // activation rows per micro-tile
 constexpr int64_t kKcF32 = 256;     // contraction block, f32 panels (32 KiB)
 constexpr int64_t kKcBf16 = 512;    // contraction block, bf16 panels (32 KiB); multiple of 256
-constexpr int64_t kDirectMaxN = 3;  // below this many activation rows, no panel packing
 
 struct Scratch {
   std::vector<float> wf;     // f32 panel [kc][32]
@@ -272,45 +271,6 @@ void pack_bf16(const MatView& w, int64_t r0, int64_t k0, int64_t kc, uint32_t* w
 
 // ---- drivers ----------------------------------------------------------------------------
 
-float dot_f32(const float* a, const float* b, int64_t n) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
-    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
-    s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
-  }
-  for (; i < n; i += 16) {
-    const __mmask16 m = lanes(n - i);
-    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
-  }
-  alignas(64) float t[16];
-  _mm512_store_ps(t, _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-  __m256 h = _mm256_add_ps(_mm256_load_ps(t), _mm256_load_ps(t + 8));
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
-
-// Few activation rows: each weight row is unpacked to f32 once and dotted with every row.
-void run_direct(const MatView& w, const float* x, int64_t n, float* y, int64_t r0, int64_t r1) {
-  Scratch& s = scratch();
-  const int64_t cols = w.cols;
-  if (w.type != DType::F32) grow(s.row, cols);
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* wr;
-    if (w.type == DType::F32) {
-      wr = reinterpret_cast<const float*>(w.row(r));
-    } else {
-      to_f32_fast(w.type, w.row(r), 0, cols, s.row.data());
-      wr = s.row.data();
-    }
-    for (int64_t j = 0; j < n; ++j) y[j * w.rows + r] = dot_f32(wr, x + j * cols, cols);
-  }
-}
-
 struct Plan {
   const MatView* w;
   const float* x;
@@ -371,14 +331,6 @@ void to_bf16_rows(const float* x, uint16_t* xb, int64_t cols, int64_t j0, int64_
 void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   // The pool's jobs capture only the plan (one reference), so no call allocates.
   Plan p{&w, x, nullptr, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
-  if (n <= kDirectMaxN) {
-    pool.run([&p](int i, int k) {
-      int64_t r0, r1;
-      ThreadPool::split(p.w->rows, 16, i, k, &r0, &r1);
-      if (r0 < r1) run_direct(*p.w, p.x, p.n, p.y, r0, r1);
-    });
-    return;
-  }
   const int64_t threads = pool.size();
   if (p.panels < 4 * threads) {  // too few panels to share: also split the activation rows
     const int64_t want = (4 * threads + p.panels - 1) / p.panels;
@@ -397,11 +349,8 @@ void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, Thread
       to_bf16_rows(p.x, p.xb, p.w->cols, j0, j1);
     });
   }
-  pool.run([&p](int i, int k) {
-    int64_t u0, u1;
-    ThreadPool::split(p.panels * p.nchunks, 1, i, k, &u0, &u1);
-    run_units(p, u0, u1);
-  });
+  // Units (a panel of weight rows x a chunk of activation rows) are claimed one at a time.
+  pool.for_chunks(p.panels * p.nchunks, [&p](int64_t u) { run_units(p, u, u + 1); });
 }
 
 }  // namespace cachet::matmul_internal

@@ -30,6 +30,7 @@ namespace {
 
 constexpr int64_t kRowGrain = 16;              // rows per scheduling unit
 constexpr size_t kMinParallelBytes = 1 << 16;  // smaller matrices run on the caller only
+constexpr size_t kChunkBytes = 1 << 18;        // weight bytes per chunk a thread claims
 
 // Every weight type of the block-format layer has a matvec path.
 bool supported(DType t) { return is_weight_type(t); }
@@ -77,6 +78,8 @@ void rows_scalar(const MatView& w, const float* x, float* y, int64_t r0, int64_t
   }
 }
 
+// Runs fn(begin, end) over [0, rows) in chunks of whole kRowGrain units, about kChunkBytes of
+// weights each, that the pool's running threads claim one at a time.
 template <typename Fn>
 void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn) {
   const size_t bytes = static_cast<size_t>(w.rows) * w.row_stride;
@@ -84,10 +87,16 @@ void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn) {
     fn(int64_t{0}, w.rows);
     return;
   }
-  pool.run([&](int i, int k) {
-    int64_t b, e;
-    ThreadPool::split(w.rows, kRowGrain, i, k, &b, &e);
-    if (b < e) fn(b, e);
+  const int64_t units = (w.rows + kRowGrain - 1) / kRowGrain;
+  const size_t unit_bytes = std::max<size_t>(1, static_cast<size_t>(kRowGrain) * w.row_stride);
+  const int64_t per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / unit_bytes));
+  // At least two chunks per thread, so a slow thread can hand work over.
+  const int64_t chunk_units =
+      std::min(per_chunk, std::max<int64_t>(1, units / (2 * static_cast<int64_t>(pool.size()))));
+  const int64_t chunk_rows = chunk_units * kRowGrain;
+  const int64_t chunks = (w.rows + chunk_rows - 1) / chunk_rows;
+  pool.for_chunks(chunks, [&](int64_t c) {
+    fn(c * chunk_rows, std::min(w.rows, (c + 1) * chunk_rows));
   });
 }
 

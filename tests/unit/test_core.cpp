@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <numeric>
 #include <vector>
 
@@ -86,6 +88,40 @@ TEST(ThreadPool, RunsEveryThreadAndSplitsExactly) {
       });
     for (int h : hit) EXPECT_EQ(h, 50);
   }
+}
+
+TEST(ThreadPool, RunGivesEachIndexExactlyOnceWhileChunkJobsSkipLateWorkers) {
+  // Alternating static runs (every index must run once) with chunk jobs that a worker may
+  // miss entirely, many times, so that late workers meet the next job.
+  for (int n : {2, 3, 5}) {
+    ThreadPool pool(n);
+    for (int rep = 0; rep < 300; ++rep) {
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+      pool.run([&](int i, int k) {
+        EXPECT_EQ(k, n);
+        seen[static_cast<size_t>(i)]++;
+      });
+      for (auto& s : seen) ASSERT_EQ(s.load(), 1) << "threads " << n << " rep " << rep;
+      const int64_t chunks = 1 + rep % 7;
+      std::vector<std::atomic<int>> hit(static_cast<size_t>(chunks));
+      pool.for_chunks(chunks, [&](int64_t c) {
+        if (rep % 50 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        hit[static_cast<size_t>(c)]++;
+      });
+      for (auto& h : hit) ASSERT_EQ(h.load(), 1) << "threads " << n << " rep " << rep;
+    }
+  }
+}
+
+TEST(ThreadPool, ChunkJobsPropagateExceptions) {
+  ThreadPool pool(3);
+  EXPECT_THROW(pool.for_chunks(10, [](int64_t c) {
+    if (c == 7) fail("chunk boom");
+  }),
+               Error);
+  std::atomic<int> c{0};
+  pool.for_chunks(10, [&](int64_t) { c++; });
+  EXPECT_EQ(c.load(), 10);
 }
 
 TEST(ThreadPool, PropagatesExceptions) {
