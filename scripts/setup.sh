@@ -26,3 +26,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
 fi
+
+# The node packages of the HTTP client tests (tests/server), pinned by package-lock.json.
+if [ -f "$(dirname "$0")/setup-server-tests.sh" ]; then
+  bash "$(dirname "$0")/setup-server-tests.sh"
+fi
