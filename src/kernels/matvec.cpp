@@ -193,8 +193,10 @@ void matvec_rows(Isa isa, const MatView& w, const float* x, int64_t n_rows, floa
   // Weight rows per chunk: about 32 KiB, in whole tiles of 4 rows.
   const int64_t chunk = std::clamp<int64_t>(
       static_cast<int64_t>((32 << 10) / std::max<size_t>(w.row_stride, 1)) / 4 * 4, 4, 16);
+  const kern::RowsMultiFn multi = n_rows >= 2 && n_rows <= 4 ? k.multi[n_rows - 2] : nullptr;
   split_rows(w, pool, [&](int64_t b, int64_t e) {
     if (n_rows == 1) return k.rows(w, preps[0], y, b, e);
+    if (multi) return multi(w, preps, y, w.rows, b, e);
     for (int64_t c = b; c < e; c += chunk) {
       const int64_t ce = std::min(e, c + chunk);
       for (int64_t j = 0; j < n_rows; ++j) k.rows(w, preps[j], y + j * w.rows, c, ce);

@@ -17,6 +17,10 @@ inline __m512i load2x256(const void* a, const void* b) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(a)), loadu256(b), 1);
 }
 
+// Every kernel here is written for NX activation rows at once (run<NR, NX>): a weight block
+// is loaded and decoded once, then multiplied with each activation row by the same instruction
+// sequence as with one row, so the outputs do not depend on NX.
+
 // ---- plain element types ------------------------------------------------------------------
 
 struct L512F32 {
@@ -37,75 +41,92 @@ struct L512BF16 {
 // L512 for the 16-wide body, L256 for the rest (the same per-element values).
 template <typename L512, typename L256>
 struct KFloat512 {
-  template <int NR>
-  static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
-    const float* xf = x.f32;
-    __m512 acc[NR][2];
-    for (int r = 0; r < NR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  template <int NR, int NX>
+  static void run(const uint8_t* const* rp, const XPrep* xs, int64_t n, float* out, int64_t ldo) {
+    __m512 acc[NR][NX][2];
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < NX; ++j) acc[r][j][0] = acc[r][j][1] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-      const __m512 x0 = _mm512_loadu_ps(xf + i), x1 = _mm512_loadu_ps(xf + i + 16);
+      __m512 x0[NX], x1[NX];
+      for (int j = 0; j < NX; ++j)
+        x0[j] = _mm512_loadu_ps(xs[j].f32 + i), x1[j] = _mm512_loadu_ps(xs[j].f32 + i + 16);
       for (int r = 0; r < NR; ++r) {
-        acc[r][0] = _mm512_fmadd_ps(L512::load(rp[r] + i * L512::kSize), x0, acc[r][0]);
-        acc[r][1] = _mm512_fmadd_ps(L512::load(rp[r] + (i + 16) * L512::kSize), x1, acc[r][1]);
+        const __m512 w0 = L512::load(rp[r] + i * L512::kSize);
+        const __m512 w1 = L512::load(rp[r] + (i + 16) * L512::kSize);
+        for (int j = 0; j < NX; ++j) {
+          acc[r][j][0] = _mm512_fmadd_ps(w0, x0[j], acc[r][j][0]);
+          acc[r][j][1] = _mm512_fmadd_ps(w1, x1[j], acc[r][j][1]);
+        }
       }
     }
-    for (int r = 0; r < NR; ++r) {
-      float s = hsum16(_mm512_add_ps(acc[r][0], acc[r][1]));
-      for (int64_t j = i; j < n; ++j) s += L256::one(rp[r] + j * L256::kSize) * xf[j];
-      out[r] = s;
-    }
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < NX; ++j) {
+        const float* xf = xs[j].f32;
+        float s = hsum16(_mm512_add_ps(acc[r][j][0], acc[r][j][1]));
+        for (int64_t c = i; c < n; ++c) s += L256::one(rp[r] + c * L256::kSize) * xf[c];
+        out[j * ldo + r] = s;
+      }
   }
 };
 
 // ---- Q8_0: two blocks per 512-bit vector ---------------------------------------------------
 
 struct KQ8_0_512 {
-  template <int NR>
-  static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
+  template <int NR, int NX>
+  static void run(const uint8_t* const* rp, const XPrep* xs, int64_t n, float* out, int64_t ldo) {
     const int64_t nb = n / 32;
     const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
     // words 0 and 17 of a 64-byte load at a block pair: the two f16 scales
     const __m512i didx = _mm512_set_epi16(17, 17, 17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0,
                                           17, 17, 17, 17, 17, 17, 17, 17, 0, 0, 0, 0, 0, 0, 0, 0);
-    __m512 acc[NR];
-    for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+    __m512 acc[NR][NX];
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-      const __m512i xv = loadu512(x.qs + 32 * b);
-      // (w + 128) * x summed, minus 128 * sum(x) per block (lanes 0 and 8)
-      const __m512i corr =
-          _mm512_inserti32x4(_mm512_zextsi128_si512(_mm_cvtsi32_si128(-128 * x.isum[b])),
-                             _mm_cvtsi32_si128(-128 * x.isum[b + 1]), 2);
-      const __m512 dx = _mm512_insertf32x8(_mm512_set1_ps(x.d[b]), _mm256_set1_ps(x.d[b + 1]), 1);
+      __m512i xv[NX], corr[NX];
+      __m512 dx[NX];
+      for (int j = 0; j < NX; ++j) {
+        const XPrep& x = xs[j];
+        xv[j] = loadu512(x.qs + 32 * b);
+        // (w + 128) * x summed, minus 128 * sum(x) per block (lanes 0 and 8)
+        corr[j] = _mm512_inserti32x4(_mm512_zextsi128_si512(_mm_cvtsi32_si128(-128 * x.isum[b])),
+                                     _mm_cvtsi32_si128(-128 * x.isum[b + 1]), 2);
+        dx[j] = _mm512_insertf32x8(_mm512_set1_ps(x.d[b]), _mm256_set1_ps(x.d[b + 1]), 1);
+      }
       for (int r = 0; r < NR; ++r) {
         const block_q8_0* bl = blocks<block_q8_0>(rp[r]) + b;
         const __m512i w = _mm512_xor_si512(load2x256(bl[0].qs, bl[1].qs), k80);
-        const __m512i p = _mm512_dpbusd_epi32(corr, w, xv);
         const __m512 dw =
             _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(didx, loadu512(bl))));
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dx), acc[r]);
+        for (int j = 0; j < NX; ++j) {
+          const __m512i p = _mm512_dpbusd_epi32(corr[j], w, xv[j]);
+          acc[r][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dx[j]), acc[r][j]);
+        }
       }
     }
-    for (int r = 0; r < NR; ++r) {
-      float s = hsum16(acc[r]);
-      if (b < nb) {  // odd last block
-        const block_q8_0* bl = blocks<block_q8_0>(rp[r]) + b;
-        const __m256i wv = loadu256(bl->qs), xv = loadu256(x.qs + 32 * b);
-        const __m256i p =
-            dot_us(_mm256_setzero_si256(), _mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
-        s += hsum8(_mm256_cvtepi32_ps(p)) * (h2f(bl->d) * x.d[b]);
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < NX; ++j) {
+        const XPrep& x = xs[j];
+        float s = hsum16(acc[r][j]);
+        if (b < nb) {  // odd last block
+          const block_q8_0* bl = blocks<block_q8_0>(rp[r]) + b;
+          const __m256i wv = loadu256(bl->qs), xv = loadu256(x.qs + 32 * b);
+          const __m256i p =
+              dot_us(_mm256_setzero_si256(), _mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
+          s += hsum8(_mm256_cvtepi32_ps(p)) * (h2f(bl->d) * x.d[b]);
+        }
+        out[j * ldo + r] = s;
       }
-      out[r] = s;
-    }
   }
 };
 
 // ---- Q4_K ---------------------------------------------------------------------------------
 
 struct KQ4K_512 {
-  template <int NR>
-  static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
+  template <int NR, int NX>
+  static void run(const uint8_t* const* rp, const XPrep* xs, int64_t n, float* out, int64_t ldo) {
     const int64_t nb = n / 256;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     // Byte shuffles (within 128-bit lanes holding the 8 scales as words) that spread the scale
@@ -119,51 +140,62 @@ struct KQ4K_512 {
         const short wb = static_cast<short>(((2 * b + 1) << 8) | (2 * b));
         sidx[2 * c + h] = _mm512_inserti64x4(_mm512_set1_epi16(wa), _mm256_set1_epi16(wb), 1);
       }
-    __m512 acc[NR];
-    __m128 macc[NR];
-    for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps(), macc[r] = _mm_setzero_ps();
+    __m512 acc[NR][NX];
+    __m128 macc[NR][NX];
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_setzero_ps(), macc[r][j] = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
-      const int8_t* xq = x.qs + 256 * i;
-      __m512i xv[4];
-      for (int c = 0; c < 2; ++c) {
-        xv[2 * c] = load2x256(xq + 128 * c, xq + 128 * c + 64);
-        xv[2 * c + 1] = load2x256(xq + 128 * c + 32, xq + 128 * c + 96);
+      __m512i xv[NX][4];
+      __m128i bs16[NX];
+      __m128 dx[NX];
+      for (int j = 0; j < NX; ++j) {
+        const int8_t* xq = xs[j].qs + 256 * i;
+        for (int c = 0; c < 2; ++c) {
+          xv[j][2 * c] = load2x256(xq + 128 * c, xq + 128 * c + 64);
+          xv[j][2 * c + 1] = load2x256(xq + 128 * c + 32, xq + 128 * c + 96);
+        }
+        bs16[j] = _mm_hadd_epi16(loadu128(xs[j].bsums + 16 * i), loadu128(xs[j].bsums + 16 * i + 8));
+        dx[j] = _mm_set1_ps(xs[j].d[i]);
       }
-      const __m128i bs16 =
-          _mm_hadd_epi16(loadu128(x.bsums + 16 * i), loadu128(x.bsums + 16 * i + 8));
-      const __m128 dx = _mm_set1_ps(x.d[i]);
       for (int r = 0; r < NR; ++r) {
         const block_q4_K* bl = blocks<block_q4_K>(rp[r]) + i;
         const __m128i sc_mn = k4_scales(bl->scales);
         const __m512i sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sc_mn));
         const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(sc_mn, 8));
-        __m512i isum = _mm512_setzero_si512();
+        __m512i isum[NX];
+        for (int j = 0; j < NX; ++j) isum[j] = _mm512_setzero_si512();
         for (int c = 0; c < 2; ++c) {
           const __m512i q = loadu512(bl->qs + 64 * c);
           const __m512i lo = _mm512_and_si512(q, m4);
           const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(lo, xv[2 * c]),
-                                     _mm512_shuffle_epi8(sc, sidx[2 * c]));
-          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(hi, xv[2 * c + 1]),
-                                     _mm512_shuffle_epi8(sc, sidx[2 * c + 1]));
+          const __m512i slo = _mm512_shuffle_epi8(sc, sidx[2 * c]);
+          const __m512i shi = _mm512_shuffle_epi8(sc, sidx[2 * c + 1]);
+          for (int j = 0; j < NX; ++j) {
+            isum[j] = _mm512_dpwssd_epi32(isum[j], _mm512_maddubs_epi16(lo, xv[j][2 * c]), slo);
+            isum[j] = _mm512_dpwssd_epi32(isum[j], _mm512_maddubs_epi16(hi, xv[j][2 * c + 1]), shi);
+          }
         }
         uint32_t dm;
         std::memcpy(&dm, &bl->d, 4);  // d, dmin
-        const __m128 s = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm))), dx);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_broadcastss_ps(s), acc[r]);
-        macc[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(mins, bs16)),
-                               _mm_shuffle_ps(s, s, 0x55), macc[r]);
+        const __m128 dmf = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm)));
+        for (int j = 0; j < NX; ++j) {
+          const __m128 s = _mm_mul_ps(dmf, dx[j]);
+          acc[r][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j]), _mm512_broadcastss_ps(s), acc[r][j]);
+          macc[r][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(mins, bs16[j])),
+                                    _mm_shuffle_ps(s, s, 0x55), macc[r][j]);
+        }
       }
     }
-    for (int r = 0; r < NR; ++r) out[r] = hsum16(acc[r]) - hsum4(macc[r]);
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < NX; ++j) out[j * ldo + r] = hsum16(acc[r][j]) - hsum4(macc[r][j]);
   }
 };
 
 // ---- Q6_K ---------------------------------------------------------------------------------
 
 struct KQ6K_512 {
-  template <int NR>
-  static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
+  template <int NR, int NX>
+  static void run(const uint8_t* const* rp, const XPrep* xs, int64_t n, float* out, int64_t ldo) {
     const int64_t nb = n / 256;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     // qh bits for the low nibbles: bytes 0..31 bits 0-1, bytes 32..63 bits 2-3 -> bits 4-5
@@ -177,17 +209,16 @@ struct KQ6K_512 {
       for (int w = 0; w < 32; ++w) idx[w] = static_cast<int16_t>(4 * part + w / 8);
       sidx[part] = _mm512_load_si512(idx);
     }
-    __m512 acc[NR];
-    for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+    __m512 acc[NR][NX];
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
-      const int8_t* xq = x.qs + 256 * i;
-      const __m256i bs = loadu256(x.bsums + 16 * i);
-      const float dx = x.d[i];
       for (int r = 0; r < NR; ++r) {
         const block_q6_K* bl = blocks<block_q6_K>(rp[r]) + i;
         const __m256i sc16 = _mm256_cvtepi8_epi16(loadu128(bl->scales));
         const __m512i sc = _mm512_castsi256_si512(sc16);
-        __m512i isum = _mm512_setzero_si512();
+        __m512i isum[NX];
+        for (int j = 0; j < NX; ++j) isum[j] = _mm512_setzero_si512();
         for (int h = 0; h < 2; ++h) {
           const __m512i ql = loadu512(bl->ql + 64 * h);
           const __m512i qh = _mm512_broadcast_i64x4(loadu256(bl->qh + 32 * h));
@@ -197,37 +228,76 @@ struct KQ6K_512 {
           const __m512i hi =
               _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
                                         _mm512_srlv_epi16(qh, sh_hi), m30, 0xF8);
-          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(lo, loadu512(xq + 128 * h)),
-                                     _mm512_permutexvar_epi16(sidx[2 * h], sc));
-          isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(hi, loadu512(xq + 128 * h + 64)),
-                                     _mm512_permutexvar_epi16(sidx[2 * h + 1], sc));
+          const __m512i slo = _mm512_permutexvar_epi16(sidx[2 * h], sc);
+          const __m512i shi = _mm512_permutexvar_epi16(sidx[2 * h + 1], sc);
+          for (int j = 0; j < NX; ++j) {
+            const int8_t* xq = xs[j].qs + 256 * i;
+            isum[j] = _mm512_dpwssd_epi32(
+                isum[j], _mm512_maddubs_epi16(lo, loadu512(xq + 128 * h)), slo);
+            isum[j] = _mm512_dpwssd_epi32(
+                isum[j], _mm512_maddubs_epi16(hi, loadu512(xq + 128 * h + 64)), shi);
+          }
         }
-        // offset -32: subtract 32 * sum_s scale[s] * bsums[s]
-        const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5);
-        isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(corr));
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h2f(bl->d) * dx), acc[r]);
+        const float d = h2f(bl->d);
+        for (int j = 0; j < NX; ++j) {
+          // offset -32: subtract 32 * sum_s scale[s] * bsums[s]
+          const __m256i bs = loadu256(xs[j].bsums + 16 * i);
+          const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5);
+          const __m512i t = _mm512_sub_epi32(isum[j], _mm512_zextsi256_si512(corr));
+          acc[r][j] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(d * xs[j].d[i]), acc[r][j]);
+        }
       }
     }
-    for (int r = 0; r < NR; ++r) out[r] = hsum16(acc[r]);
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < NX; ++j) out[j * ldo + r] = hsum16(acc[r][j]);
   }
 };
+
+// Tiles of NR rows, then single rows, for NX activation rows.
+template <typename K, int NR, int NX>
+void rows_nx(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  int64_t r = r0;
+  for (; r + NR <= r1; r += NR) {
+    const uint8_t* rp[NR];
+    for (int i = 0; i < NR; ++i) rp[i] = w.row(r + i);
+    K::template run<NR, NX>(rp, xs, w.cols, y + r, ldy);
+  }
+  for (; r < r1; ++r) {
+    const uint8_t* rp[1] = {w.row(r)};
+    K::template run<1, NX>(rp, xs, w.cols, y + r, ldy);
+  }
+}
+template <typename K, int NR>
+void rows_one(const MatView& w, const XPrep& x, float* y, int64_t r0, int64_t r1) {
+  rows_nx<K, NR, 1>(w, &x, y, 0, r0, r1);
+}
+// NR rows per tile for one activation row, MR for several (fewer: registers).
+template <typename K, int NR, int MR>
+Kernel kernel_nx(XKind xk) {
+  Kernel k{rows_one<K, NR>, xk};
+  k.multi[0] = rows_nx<K, MR, 2>;
+  k.multi[1] = rows_nx<K, MR, 3>;
+  k.multi[2] = rows_nx<K, MR, 4>;
+  return k;
+}
 
 }  // namespace
 
 Kernel avx512_kernel(DType t) {
   switch (t) {
     case DType::F32:
-      return {rows_tiled<KFloat512<L512F32, LoadF32>, 4>, XKind::F32};
+      return kernel_nx<KFloat512<L512F32, LoadF32>, 4, 2>(XKind::F32);
     case DType::F16:
-      return {rows_tiled<KFloat512<L512F16, LoadF16>, 4>, XKind::F32};
+      return kernel_nx<KFloat512<L512F16, LoadF16>, 4, 2>(XKind::F32);
     case DType::BF16:
-      return {rows_tiled<KFloat512<L512BF16, LoadBF16>, 4>, XKind::F32};
+      return kernel_nx<KFloat512<L512BF16, LoadBF16>, 4, 2>(XKind::F32);
     case DType::Q8_0:
-      return {rows_tiled<KQ8_0_512, 4>, XKind::Q8_32};
+      return kernel_nx<KQ8_0_512, 4, 2>(XKind::Q8_32);
     case DType::Q4_K:
-      return {rows_tiled<KQ4K_512, 4>, XKind::Q8_K};
+      return kernel_nx<KQ4K_512, 4, 2>(XKind::Q8_K);
     case DType::Q6_K:
-      return {rows_tiled<KQ6K_512, 2>, XKind::Q8_K};
+      return kernel_nx<KQ6K_512, 2, 1>(XKind::Q8_K);
     default:
       return kernel_256(t);
   }

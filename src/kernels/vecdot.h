@@ -29,9 +29,16 @@ struct XPrep {
 // Computes y[r] for r in [r0, r1).
 using RowsFn = void (*)(const MatView& w, const XPrep& x, float* y, int64_t r0, int64_t r1);
 
+// Computes y[j * ldy + r] for r in [r0, r1) and each of the 2, 3 or 4 activation rows xs[j],
+// decoding each weight block once for all of them; every output is computed exactly as the
+// single-row kernel computes it.
+using RowsMultiFn = void (*)(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
+                             int64_t r1);
+
 struct Kernel {
   RowsFn rows = nullptr;  // null: no SIMD kernel for this type
   XKind xkind = XKind::F32;
+  RowsMultiFn multi[3] = {nullptr, nullptr, nullptr};  // 2, 3, 4 activation rows (optional)
 };
 
 Kernel avx2_kernel(DType t);

@@ -218,7 +218,7 @@ TEST_P(MatmulTypes, MatchesScalarReference) {
   uint32_t seed = 1;
   for (int64_t cols : test_cols(t))
     for (int64_t rows : {1, 33, 70})
-      for (int64_t n : {1, 3, 17, 64}) check_case(t, rows, cols, n, pool, seed++);
+      for (int64_t n : {1, 2, 3, 4, 17, 64}) check_case(t, rows, cols, n, pool, seed++);
 }
 
 TEST_P(MatmulTypes, ThreadCountIndependent) {
