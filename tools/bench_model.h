@@ -5,11 +5,12 @@
 namespace cachet::cli {
 
 struct BenchModelArgs {
-  std::string model;        // path of a GGUF file or HF directory ("" when random)
-  std::string random_name;  // preset for a random-weight model built in memory
+  std::string model;        // path of a GGUF file, HF directory or METAVOICE_DIR ("" when random)
+  std::string random_name;  // preset for a random-weight model built in memory (the
+                            // RecurrentGemma presets, or "metavoice-1b": stage 1)
   std::string type = "Q4_K";
   int threads = 0;
-  int prompt = 512;         // prefill length
+  int prompt = 0;           // prefill length; 0: 512 (MetaVoice: 16)
   int long_context = 4096;  // second decode measurement after this many tokens (0: skip)
   int decode_steps = 32;    // tokens decoded per measurement
 };

@@ -177,10 +177,12 @@ const Register reg{Command{
     [](CLI::App* sub) -> std::function<int()> {
       auto margs = std::make_shared<BenchModelArgs>();
       sub->add_option("-m,--model", margs->model, "GGUF file or Hugging Face directory");
-      sub->add_option("--random", margs->random_name, "Random-weight model preset");
+      sub->add_option("--random", margs->random_name,
+                      "Random-weight model preset (recurrentgemma-2b, recurrentgemma-9b, "
+                      "recurrentgemma-tiny, metavoice-1b)");
       sub->add_option("--type", margs->type, "Weight type of the random model")
           ->capture_default_str();
-      sub->add_option("-p,--prompt", margs->prompt, "Prefill length")->capture_default_str();
+      sub->add_option("-p,--prompt", margs->prompt, "Prefill length (default 512; MetaVoice 16)");
       sub->add_option("--long-context", margs->long_context,
                       "Second decode measurement after this many tokens (0: skip)")
           ->capture_default_str();

@@ -1,4 +1,7 @@
 // cachet convert HF_DIR -o OUT.gguf [--type T]   and   cachet quantize IN.gguf OUT.gguf TYPE
+// cachet convert METAVOICE_DIR -o first_stage_q4k.gguf [--type T]: the MetaVoice stage-1 GPT.
+// cachet convert speaker_encoder.pt -o speaker_encoder.safetensors [--key model_state]: the
+// tensors of a PyTorch checkpoint (under key) with their names, shapes and dtypes.
 //
 // Matrices (2-D tensors) are stored in the requested type; a matrix whose rows are not a whole
 // number of blocks falls back to Q8_0, then F16. Vectors, conv taps and the 3-D RG-LRU gates stay
@@ -13,10 +16,12 @@
 
 #include "cachet/error.h"
 #include "cachet/gguf.h"
+#include "cachet/metavoice_gpt.h"
 #include "cachet/model_files.h"
 #include "cachet/quant.h"
 #include "cachet/threadpool.h"
 #include "cachet/tokenizer.h"
+#include "cachet/torch_checkpoint.h"
 #include "cli.h"
 #include "random_model.h"
 
@@ -107,8 +112,65 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// The stage-1 GPT of a METAVOICE_DIR (first_stage.safetensors) to GGUF, tensor names kept (as
+// candle's quantized first_stage_q4k.gguf has them). The directory's effective stage configs
+// travel in "cachet.hf_config".
+int run_convert_metavoice(const std::string& dir, const std::string& out,
+                          const std::string& type_name, bool progress_bar) {
+  const std::string src = mv_stage1_file(dir);
+  ModelFiles files = ModelFiles::open(src);
+  CACHET_CHECK(
+      files.format != ModelFiles::Format::Gguf, src,
+      ": the stage-1 weights are already GGUF; use `cachet quantize IN.gguf OUT.gguf TYPE`");
+  const MvStage1Args a1 = mv_stage1_args(dir);
+  const MvStage2Args a2 = mv_stage2_args(dir);
+  DType want = DType::F32;
+  if (!type_name.empty()) {
+    want = parse_type(type_name);
+  } else {
+    const Tensor* emb = files.find("tok_embeddings.weight");
+    if (!emb) emb = files.find("_orig_mod.tok_embeddings.weight");
+    CACHET_CHECK(emb, src, ": missing tensor 'tok_embeddings.weight' (not a MetaVoice stage 1)");
+    want = emb->dtype;
+  }
+  GgufWriter w;
+  w.add_string("general.architecture", "metavoice_stage1");
+  w.add_string("general.name", dir);
+  nlohmann::json cfg = {{"first_stage", a1.to_json()}, {"second_stage", a2.to_json()}};
+  w.add_string("cachet.hf_config", cfg.dump());
+  w.add_string("cachet.weight_type", std::string(dtype_name(want)));
+  Progress progress(total_bytes(files), progress_bar);
+  add_converted_tensors(w, files, want, default_pool(), progress);
+  w.write(out);
+  std::fprintf(stderr,
+               "wrote %s (%zu stage-1 tensors, matrices in %s); a METAVOICE_DIR uses it as "
+               "first_stage_q4k.gguf or first_stage*.gguf when it has no first_stage.safetensors\n",
+               out.c_str(), files.tensors.size(), std::string(dtype_name(want)).c_str());
+  return 0;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+int run_convert_torch(const std::string& in, const std::string& out, const std::string& key,
+                      const std::string& type_name) {
+  CACHET_CHECK(type_name.empty(), in,
+               ": --type does not apply to a PyTorch checkpoint (its tensors keep their dtypes)");
+  CACHET_CHECK(ends_with(out, ".safetensors"), out,
+               ": a PyTorch checkpoint converts to safetensors; name the output *.safetensors");
+  convert_torch_checkpoint(in, key, out);
+  std::fprintf(stderr, "wrote %s (the tensors of %s%s%s)\n", out.c_str(), in.c_str(),
+               key.empty() ? "" : " under ", key.c_str());
+  return 0;
+}
+
 int run_convert(const std::string& in, const std::string& out, const std::string& type_name,
-                bool progress_bar) {
+                bool progress_bar, const std::string& key) {
+  if (ends_with(in, ".pt") || ends_with(in, ".pth"))
+    return run_convert_torch(in, out, key, type_name);
+  if (is_metavoice_dir(in)) return run_convert_metavoice(in, out, type_name, progress_bar);
   ModelFiles files = ModelFiles::open(in);
   CACHET_CHECK(files.format != ModelFiles::Format::Gguf, in,
                ": already a GGUF file; use `cachet quantize IN.gguf OUT.gguf TYPE`");
@@ -160,23 +222,30 @@ int run_quantize(const std::string& in, const std::string& out, const std::strin
   return 0;
 }
 
-const Register reg_convert{{"convert", "Convert a Hugging Face model directory to GGUF",
-                            [](CLI::App* sub) -> std::function<int()> {
-                              auto in = std::make_shared<std::string>();
-                              auto out = std::make_shared<std::string>();
-                              auto type = std::make_shared<std::string>();
-                              auto quiet = std::make_shared<bool>(false);
-                              sub->add_option("input", *in, "HF model directory")->required();
-                              sub->add_option("-o,--output", *out, "Output GGUF file")->required();
-                              sub->add_option("--type", *type,
-                                              "Weight type of the matrices (default: as stored)");
-                              sub->add_flag("-q,--quiet", *quiet, "No progress bar");
-                              int* threads = add_threads_option(sub);
-                              return [=] {
-                                apply_threads(*threads);
-                                return run_convert(*in, *out, *type, !*quiet);
-                              };
-                            }}};
+const Register reg_convert{
+    {"convert", "Convert a Hugging Face model directory or a METAVOICE_DIR to GGUF",
+     [](CLI::App* sub) -> std::function<int()> {
+       auto in = std::make_shared<std::string>();
+       auto out = std::make_shared<std::string>();
+       auto type = std::make_shared<std::string>();
+       auto quiet = std::make_shared<bool>(false);
+       auto key = std::make_shared<std::string>("model_state");
+       sub->add_option("input", *in,
+                       "HF model directory, METAVOICE_DIR or a PyTorch checkpoint (.pt)")
+           ->required();
+       sub->add_option("-o,--output", *out, "Output GGUF file (safetensors for .pt input)")
+           ->required();
+       sub->add_option("--type", *type, "Weight type of the matrices (default: as stored)");
+       sub->add_option("--key", *key,
+                       "Checkpoint entry holding the tensors, for .pt input (default "
+                       "model_state; \"\": all)");
+       sub->add_flag("-q,--quiet", *quiet, "No progress bar");
+       int* threads = add_threads_option(sub);
+       return [=] {
+         apply_threads(*threads);
+         return run_convert(*in, *out, *type, !*quiet, *key);
+       };
+     }}};
 
 const Register reg_quantize{{"quantize", "Re-quantize a GGUF model to another weight type",
                              [](CLI::App* sub) -> std::function<int()> {

@@ -1,16 +1,25 @@
-// `cachet logits`: runs token ids through a model and prints the logits as JSON.
+// `cachet logits`: runs token ids through a model and prints the logits as JSON. For a
+// METAVOICE_DIR: stage-1 logits of both guidance rows (conditional first; both rows get the
+// tokens, only row 0 the speaker term, as in the original's classifier-free guidance), or with
+// --stage 2 the six heads' logits of stage 2 over the hierarchies read from --in FILE.json.
 #include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cachet/error.h"
+#include "cachet/metavoice_gpt.h"
 #include "cachet/model.h"
+#include "cachet/model_files.h"
 #include "cli.h"
 
 namespace cachet::cli {
@@ -22,6 +31,8 @@ struct LogitsArgs {
   std::string tokens;
   std::string mode = "prefill";
   bool last = false;
+  int stage = 1;      // METAVOICE_DIR only
+  std::string input;  // METAVOICE_DIR stage 2: {"tokens": [[...], [...]]}
 };
 
 std::vector<int32_t> parse_tokens(const std::string& s) {
@@ -68,9 +79,155 @@ void print_row(const float* v, int64_t n) {
   std::fputc(']', stdout);
 }
 
+// ------------------------------------------------------------------ METAVOICE_DIR
+
+// The stage-2 weight file of a METAVOICE_DIR.
+std::string stage2_file(const std::string& dir) {
+  namespace fs = std::filesystem;
+  for (const char* name : {"second_stage.safetensors", "second_stage.gguf"}) {
+    const fs::path p = fs::path(dir) / name;
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  fail(dir, ": no second_stage.safetensors");
+}
+
+std::vector<float> dir_speaker(const std::string& dir, int64_t dim) {
+  return mv_read_speaker_embedding((std::filesystem::path(dir) / "spk_emb.safetensors").string(),
+                                   dim);
+}
+
+int run_metavoice_stage1(const LogitsArgs& a, int64_t chunk, const std::vector<int32_t>& tokens) {
+  MvStage1 model(ModelFiles::open(mv_stage1_file(a.model)), mv_stage1_args(a.model));
+  const std::vector<float> spk = dir_speaker(a.model, model.args().speaker_emb_dim);
+  const int64_t V = model.args().vocab_size;
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  State st = model.new_state();
+  std::vector<float> all(static_cast<size_t>(2 * T * V));
+  std::vector<float> part;
+  const int64_t step = chunk == 0 ? T : chunk;
+  for (int64_t s = 0; s < T; s += step) {
+    const int64_t n = std::min(step, T - s);
+    const std::span<const int32_t> toks(tokens.data() + s, static_cast<size_t>(n));
+    model.forward(st, toks, toks, spk.data(), part, true);
+    for (int64_t b = 0; b < 2; ++b)
+      std::copy(part.begin() + b * n * V, part.begin() + (b + 1) * n * V,
+                all.begin() + (b * T + s) * V);
+  }
+  std::printf("{\"tokens\": [");
+  for (size_t i = 0; i < tokens.size(); ++i) std::printf(i ? ", %d" : "%d", tokens[i]);
+  std::printf("], \"logits\": [");
+  const int64_t first = a.last ? T - 1 : 0;
+  for (int64_t b = 0; b < 2; ++b) {
+    std::printf(b ? ", [" : "[");
+    for (int64_t r = first; r < T; ++r) {
+      if (r > first) std::printf(", ");
+      print_row(all.data() + (b * T + r) * V, V);
+    }
+    std::printf("]");
+  }
+  std::printf("]}\n");
+  return 0;
+}
+
+// {"tokens": [[...], [...]]}: one list per input hierarchy, all of one length.
+std::vector<int32_t> read_stage2_tokens(const std::string& path, size_t hierarchies, int64_t* T) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded()) fail(path, ": not valid JSON");
+  if (!j.is_object() || !j.contains("tokens") || !j["tokens"].is_array())
+    fail(path, ": expected {\"tokens\": [[...], ...]}");
+  const auto& rows = j["tokens"];
+  if (rows.size() != hierarchies)
+    fail(path, ": \"tokens\" has ", rows.size(), " lists, the model has ", hierarchies,
+         " input hierarchies");
+  std::vector<int32_t> out;
+  *T = -1;
+  for (size_t h = 0; h < rows.size(); ++h) {
+    if (!rows[h].is_array()) fail(path, ": \"tokens\"[", h, "] is not a list");
+    if (*T < 0) *T = static_cast<int64_t>(rows[h].size());
+    if (static_cast<int64_t>(rows[h].size()) != *T)
+      fail(path, ": \"tokens\"[", h, "] has ", rows[h].size(), " tokens, \"tokens\"[0] has ", *T);
+    for (size_t i = 0; i < rows[h].size(); ++i) {
+      const auto& v = rows[h][i];
+      if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX)
+        fail(path, ": \"tokens\"[", h, "][", i, "] is not a token id");
+      out.push_back(static_cast<int32_t>(v.get<int64_t>()));
+    }
+  }
+  if (*T <= 0) fail(path, ": the token lists are empty");
+  return out;
+}
+
+int run_metavoice_stage2(const LogitsArgs& a, int64_t chunk) {
+  if (a.input.empty()) fail("--stage 2 needs --in FILE.json with {\"tokens\": [[...], [...]]}");
+  MvStage2 model(ModelFiles::open(stage2_file(a.model)), mv_stage2_args(a.model));
+  const MvStage2Args& args = model.args();
+  int64_t T = 0;
+  const std::vector<int32_t> tokens = read_stage2_tokens(a.input, args.vocab_sizes.size(), &T);
+  std::vector<float> spk;
+  if (model.has_speaker_projection()) spk = dir_speaker(a.model, args.speaker_emb_dim);
+  const float* sp = spk.empty() ? nullptr : spk.data();
+  const std::vector<int64_t> heads = args.head_vocab_sizes();
+  std::vector<float> all;
+  if (chunk == 0) {
+    model.forward(tokens, T, sp, all);
+  } else {
+    // Causal models with a KV cache: positions fed `chunk` at a time.
+    if (!args.causal) fail("--mode ", a.mode, ": stage 2 is non-causal (only prefill applies)");
+    State st = model.new_state();
+    size_t total = 0;
+    for (int64_t v : heads) total += static_cast<size_t>(v * T);
+    all.resize(total);
+    std::vector<float> part;
+    std::vector<int32_t> sub;
+    for (int64_t s = 0; s < T; s += chunk) {
+      const int64_t n = std::min(chunk, T - s);
+      sub.clear();
+      for (size_t h = 0; h < args.vocab_sizes.size(); ++h)
+        sub.insert(sub.end(), tokens.begin() + static_cast<int64_t>(h) * T + s,
+                   tokens.begin() + static_cast<int64_t>(h) * T + s + n);
+      model.forward(st, sub, n, sp, part, true);
+      size_t off_all = 0, off_part = 0;
+      for (int64_t v : heads) {
+        std::copy(part.begin() + off_part, part.begin() + off_part + n * v,
+                  all.begin() + off_all + s * v);
+        off_part += n * v;
+        off_all += T * v;
+      }
+    }
+  }
+  std::printf("{\"logits\": [");
+  size_t off = 0;
+  const int64_t first = a.last ? T - 1 : 0;
+  for (size_t h = 0; h < heads.size(); ++h) {
+    std::printf(h ? ", [" : "[");
+    for (int64_t r = first; r < T; ++r) {
+      if (r > first) std::printf(", ");
+      print_row(all.data() + off + r * heads[h], heads[h]);
+    }
+    std::printf("]");
+    off += static_cast<size_t>(T * heads[h]);
+  }
+  std::printf("]}\n");
+  return 0;
+}
+
 int run_logits(const LogitsArgs& a, int threads) {
   apply_threads(threads);
   const int64_t chunk = parse_mode(a.mode);
+  if (is_metavoice_dir(a.model)) {
+    if (a.stage == 2) return run_metavoice_stage2(a, chunk);
+    if (a.stage != 1) fail("--stage: ", a.stage, " is not 1 or 2");
+    const std::vector<int32_t> tokens = parse_tokens(a.tokens);
+    if (tokens.empty()) fail("--tokens: the token list is empty");
+    return run_metavoice_stage1(a, chunk, tokens);
+  }
+  if (a.stage != 1 || !a.input.empty())
+    fail(a.model, ": --stage and --in apply to a MetaVoice directory only");
   const std::vector<int32_t> tokens = parse_tokens(a.tokens);
   if (tokens.empty()) fail("--tokens: the token list is empty");
   auto model = load_model(a.model);
@@ -106,7 +263,11 @@ int run_logits(const LogitsArgs& a, int threads) {
 std::function<int()> setup(CLI::App* sub) {
   auto* a = new LogitsArgs();  // lives as long as the process
   sub->add_option("-m,--model", a->model, "Model: GGUF file or HF directory")->required();
-  sub->add_option("--tokens", a->tokens, "Comma-separated token ids, e.g. 2,818,235")->required();
+  sub->add_option("--tokens", a->tokens, "Comma-separated token ids, e.g. 2,818,235");
+  sub->add_option("--stage", a->stage, "MetaVoice directory: stage 1 (default) or 2");
+  sub->add_option("--in", a->input,
+                  "MetaVoice stage 2: JSON file {\"tokens\": [[...], [...]]} (one list per "
+                  "input hierarchy)");
   sub->add_flag("--last", a->last, "Print only the logits of the last position");
   sub->add_option("--mode", a->mode, "prefill (one call), step (one token per call) or chunk:N");
   int* threads = add_threads_option(sub);

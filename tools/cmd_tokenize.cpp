@@ -1,5 +1,6 @@
 // `cachet tokenize` and `cachet detokenize`.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "cachet/error.h"
+#include "cachet/mv_tokenizer.h"
 #include "cachet/tokenizer.h"
 #include "cli.h"
 #include "default_model.h"
@@ -31,6 +33,17 @@ std::string read_all(const std::string& path) {
 void write_stdout(const std::string& s) {
   std::fwrite(s.data(), 1, s.size(), stdout);
   std::fflush(stdout);
+}
+
+// A MetaVoice directory (with first_stage.meta.json) or a *.meta.json file.
+bool is_metavoice(const std::string& model) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (model.empty()) return false;
+  if (fs::is_directory(model, ec)) return fs::exists(fs::path(model) / "first_stage.meta.json", ec);
+  const std::string suffix = ".meta.json";
+  return model.size() >= suffix.size() &&
+         model.compare(model.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // "1,2,3", "1 2 3" or a JSON array "[1, 2, 3]".
@@ -80,7 +93,8 @@ Register tokenize_cmd{Command{
     "tokenize", "Print the token ids of a text as a JSON array", [](CLI::App* sub) {
       struct Args {
         std::string model, file, text;
-        bool bos = false, eos = false, pieces = false;
+        bool bos = false, eos = false, pieces = false, split = false;
+        int stage = 1;
       };
       auto a = std::make_shared<Args>();
       sub->add_option("-m,--model", a->model,
@@ -91,11 +105,34 @@ Register tokenize_cmd{Command{
       sub->add_flag("--bos", a->bos, "Prepend the BOS token");
       sub->add_flag("--eos", a->eos, "Append the EOS token");
       sub->add_flag("--pieces", a->pieces, "Print the pieces instead of the ids");
+      sub->add_option("--stage", a->stage,
+                      "MetaVoice: 1 = stage-1 prompt ids (offset 2049), 2 = stage-2 text ids "
+                      "(offset 1025); both normalised, end-of-text appended")
+          ->check(CLI::IsMember({1, 2}));
+      sub->add_flag("--split", a->split,
+                    "MetaVoice: print the pre-tokenization pieces (pat_str matches) of the text "
+                    "as given, as a JSON array of strings");
       return [a, sub]() -> int {
         CACHET_CHECK(!(a->file.empty() && sub->count("text") == 0),
                      "tokenize: give the text as an argument or with -f FILE");
         CACHET_CHECK(a->file.empty() || sub->count("text") == 0,
                      "tokenize: give either TEXT or -f FILE, not both");
+        if (is_metavoice(a->model)) {
+          CACHET_CHECK(!a->bos && !a->eos && !a->pieces,
+                       "tokenize: --bos, --eos and --pieces do not apply to a MetaVoice model "
+                       "(its ids always end with end-of-text)");
+          const MvTokenizer mv = MvTokenizer::from_file(a->model);
+          const std::string text = a->file.empty() ? a->text : read_all(a->file);
+          if (a->split) {
+            write_stdout(nlohmann::json(mv.split(text)).dump() + "\n");
+            return 0;
+          }
+          const auto ids = a->stage == 2 ? mv.stage2_ids(text) : mv.stage1_ids(text);
+          write_stdout(nlohmann::json(ids).dump() + "\n");
+          return 0;
+        }
+        CACHET_CHECK(sub->count("--stage") == 0 && !a->split,
+                     "tokenize: --stage and --split apply to MetaVoice models only");
         const Tokenizer tok = Tokenizer::from_path(model_or_default(a->model));
         const std::string text = a->file.empty() ? a->text : read_all(a->file);
         std::vector<int32_t> ids;
@@ -140,8 +177,15 @@ Register detokenize_cmd{Command{
                      "detokenize: give the ids as an argument or with -f FILE");
         CACHET_CHECK(a->file.empty() || sub->count("ids") == 0,
                      "detokenize: give either IDS or -f FILE, not both");
-        const Tokenizer tok = Tokenizer::from_path(model_or_default(a->model));
         const auto ids = parse_ids(a->file.empty() ? a->ids : read_all(a->file));
+        if (is_metavoice(a->model)) {
+          // Stage-1 ids (the file's offset); the end-of-text id renders as <|endoftext|>.
+          CACHET_CHECK(!a->stream, "detokenize: --stream does not apply to a MetaVoice model");
+          const MvTokenizer mv = MvTokenizer::from_file(a->model);
+          write_stdout(mv.decode(ids, mv.offset()));
+          return 0;
+        }
+        const Tokenizer tok = Tokenizer::from_path(model_or_default(a->model));
         if (a->stream) {
           StreamDecoder dec(tok);
           for (int32_t id : ids) write_stdout(dec.push(id));

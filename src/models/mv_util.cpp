@@ -1,0 +1,66 @@
+#include "mv_util.h"
+
+#include <cstdlib>
+#include <map>
+
+#include "cachet/error.h"
+#include "rg_weights.h"
+
+namespace cachet::models {
+
+ModelFiles strip_orig_mod(ModelFiles files) {
+  static const std::string kPrefix = "_orig_mod.";
+  bool any = false;
+  for (const auto& kv : files.tensors) any = any || kv.first.rfind(kPrefix, 0) == 0;
+  if (!any) return files;
+  std::map<std::string, Tensor> renamed;
+  for (auto& [name, t] : files.tensors) {
+    std::string n = name.rfind(kPrefix, 0) == 0 ? name.substr(kPrefix.size()) : name;
+    if (renamed.count(n))
+      fail(files.path, ": tensor '", n, "' appears both with and without the prefix '", kPrefix,
+           "'");
+    t.name = n;
+    renamed.emplace(std::move(n), std::move(t));
+  }
+  files.tensors = std::move(renamed);
+  return files;
+}
+
+void reject_extra_layers(const ModelFiles& files, const std::string& prefix, int64_t n_layer,
+                         const char* field) {
+  for (const auto& kv : files.tensors) {
+    const std::string& name = kv.first;
+    if (name.rfind(prefix, 0) != 0) continue;
+    const char* s = name.c_str() + prefix.size();
+    char* end = nullptr;
+    const long long i = std::strtoll(s, &end, 10);
+    if (end != s && *end == '.' && i >= n_layer)
+      fail(files.path, ": tensor '", name, "' belongs to a layer beyond ", field, " = ", n_layer);
+  }
+}
+
+uint64_t fingerprint(const std::string& arch, const std::string& config, const ModelFiles& files) {
+  Fnv64 fp;
+  fp.add(arch);
+  fp.add(config);
+  for (const auto& [name, t] : files.tensors) {  // std::map: sorted by name
+    fp.add(name);
+    fp.add_u64(static_cast<uint64_t>(t.dtype));
+    fp.add_u64(t.shape.size());
+    for (int64_t s : t.shape) fp.add_u64(static_cast<uint64_t>(s));
+  }
+  return fp.h;
+}
+
+MvKvState& own_kv_state(State& s, const MvKvLayout& layout, const char* what) {
+  if (!s.valid()) fail(what, ": the state is empty (create it with new_state())");
+  auto* st = dynamic_cast<MvKvState*>(s.impl());
+  if (!st || st->layout->arch != layout.arch)
+    fail(what, ": the state belongs to another kind of model");
+  if (st->layout->fingerprint != layout.fingerprint)
+    fail(what, ": the state belongs to another model (state fingerprint ", std::hex,
+         st->layout->fingerprint, ", model ", layout.fingerprint, ")");
+  return *st;
+}
+
+}  // namespace cachet::models
