@@ -1,5 +1,7 @@
 #include "text/mini_regex.h"
 
+#include <cstdint>
+
 #include <algorithm>
 #include <functional>
 
@@ -1418,7 +1420,10 @@ using Cont = std::function<bool(size_t)>;
 
 class Matcher {
  public:
-  explicit Matcher(std::u32string_view t) : t_(t) {}
+  explicit Matcher(std::u32string_view t) : t_(t) {
+    const char here = 0;
+    stack_top_ = reinterpret_cast<uintptr_t>(&here);
+  }
 
   bool match(const Node* n, size_t pos, const Cont& k) const {
     switch (n->kind) {
@@ -1515,13 +1520,19 @@ class Matcher {
     // Each iteration of a repeated group nests the matcher one level deeper.
     struct Depth {
       int& d;
-      explicit Depth(int& x) : d(x) {
-        if (++d > kMaxDepth)
-          fail("regex: a repeated group matched more than ", kMaxDepth,
-               " times in a row; the input is too long for this pattern");
+      Depth(int& x, uintptr_t top) : d(x) {
+        // Bounded by count and by the stack actually used (frames are larger in
+        // instrumented builds), well inside any thread's stack.
+        const char here = 0;
+        const uintptr_t at = reinterpret_cast<uintptr_t>(&here);
+        if (++d > kMaxDepth || (top > at && top - at > kMaxStackBytes)) {
+          --d;
+          fail("regex: a repeated group matched too many times in a row (", d,
+               "); the input is too long for this pattern");
+        }
       }
       ~Depth() { --d; }
-    } guard(depth_);
+    } guard(depth_, stack_top_);
     const bool can_more = n->max < 0 || count < n->max;
     const bool can_stop = count >= n->min;
     auto more = [&]() {
@@ -1539,6 +1550,8 @@ class Matcher {
   }
 
   static constexpr int kMaxDepth = 4000;
+  static constexpr uintptr_t kMaxStackBytes = uintptr_t{1} << 20;
+  uintptr_t stack_top_ = 0;
   std::u32string_view t_;
   mutable int depth_ = 0;
 };
