@@ -1,15 +1,13 @@
 // libFuzzer target: the WAV parser on arbitrary bytes must either succeed or throw
 // cachet::Error. A successful parse must give whole frames of finite samples, no more samples
 // than input bytes, and survive a float32 re-encode unchanged.
-//
-// The fuzz targets link only the core and formats layers; the WAV reader (src/audio/wav.cpp)
-// depends on the core layer alone, so it is compiled into this target directly.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 
-#include "../src/audio/wav.cpp"
+#include "cachet/error.h"
+#include "cachet/wav.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cachet/file.h"
 #include "cachet/error.h"
 #include "cachet/gguf.h"
 #include "cachet/metavoice_gpt.h"
@@ -104,13 +105,6 @@ uint64_t total_bytes(const ModelFiles& files) {
   return n;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  CACHET_CHECK(in, path, ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The stage-1 GPT of a METAVOICE_DIR (first_stage.safetensors) to GGUF, tensor names kept (as
 // candle's quantized first_stage_q4k.gguf has them). The directory's effective stage configs

@@ -132,12 +132,7 @@ int run_metavoice_stage1(const LogitsArgs& a, int64_t chunk, const std::vector<i
 
 // {"tokens": [[...], [...]]}: one list per input hierarchy, all of one length.
 std::vector<int32_t> read_stage2_tokens(const std::string& path, size_t hierarchies, int64_t* T) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) fail(path, ": not valid JSON");
+  const nlohmann::json j = read_json_file(path);
   if (!j.is_object() || !j.contains("tokens") || !j["tokens"].is_array())
     fail(path, ": expected {\"tokens\": [[...], ...]}");
   const auto& rows = j["tokens"];

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cachet/file.h"
 #include "cachet/error.h"
 #include "cachet/generate.h"
 #include "cachet/model.h"
@@ -18,13 +19,6 @@
 namespace cachet::cli {
 namespace {
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  CACHET_CHECK(in, path, ": cannot open the prompt file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
 
 double rate(double n, double seconds) {
   return seconds > 0 ? n / seconds : 0.0;
@@ -50,7 +44,7 @@ Register run_cmd{Command{
         CACHET_CHECK(!(has_prompt && has_file), "run: give either -p or --prompt-file, not both");
         const uint64_t seed = finalize_text_gen_options(a->gen);
         const std::string path = model_or_default(a->gen.model);
-        const std::string prompt = has_file ? read_text_file(a->prompt_file) : a->prompt;
+        const std::string prompt = has_file ? read_file(a->prompt_file, "the prompt file") : a->prompt;
 
         auto model = load_model(path);
         const Tokenizer tok = Tokenizer::from_path(path);

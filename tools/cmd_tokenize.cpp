@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cachet/file.h"
 #include "cachet/error.h"
 #include "cachet/mv_tokenizer.h"
 #include "cachet/tokenizer.h"
@@ -23,11 +24,7 @@ std::string read_all(const std::string& path) {
     os << std::cin.rdbuf();
     return os.str();
   }
-  std::ifstream in(path, std::ios::binary);
-  CACHET_CHECK(in, path, ": cannot open file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
+  return read_file(path);
 }
 
 void write_stdout(const std::string& s) {

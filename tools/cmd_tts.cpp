@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cachet/file.h"
 #include "cachet/encodec.h"
 #include "cachet/error.h"
 #include "cachet/metavoice.h"
@@ -31,13 +32,6 @@ struct TtsArgs {
   bool no_loudness = false, float_wav = false, verbose = false;
 };
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  CACHET_CHECK(in, path, ": cannot open the prompt file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
 
 void write_codes_json(const std::string& path, const std::vector<std::vector<int>>& codes) {
   nlohmann::json j = {{"codes", codes}};
@@ -131,7 +125,7 @@ int run_tts(TtsArgs& a, bool has_prompt) {
   CACHET_CHECK(!a.model.empty(), "tts: give the model directory with -m METAVOICE_DIR");
   CACHET_CHECK(has_prompt || has_file, "tts: give a text with -p TEXT or --prompt-file FILE");
   CACHET_CHECK(!(has_prompt && has_file), "tts: give either -p or --prompt-file, not both");
-  const std::string text = has_file ? read_text_file(a.prompt_file) : a.prompt;
+  const std::string text = has_file ? read_file(a.prompt_file, "the prompt file") : a.prompt;
   if (a.seed < 0) {
     std::random_device rd;
     const uint64_t now =

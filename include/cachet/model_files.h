@@ -33,4 +33,7 @@ struct ModelFiles {
   const Tensor* find(const std::string& name) const;
 };
 
+// A JSON file (config.json and the like); errors name the file.
+nlohmann::json read_json_file(const std::string& path);
+
 }  // namespace cachet

@@ -913,14 +913,7 @@ std::vector<float> EncodecDecoder::decode_mono(const std::vector<std::vector<int
 }
 
 std::vector<std::vector<int32_t>> read_codes_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  CACHET_CHECK(in, path, ": cannot open file");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const std::exception& e) {
-    fail(path, ": not valid JSON: ", e.what());
-  }
+  const json j = read_json_file(path);
   const json* rows = &j;
   if (j.is_object()) {
     const json* c = field(j, "codes");

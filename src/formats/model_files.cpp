@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "cachet/gguf.h"
 #include "cachet/safetensors.h"
 
@@ -16,18 +17,6 @@ namespace cachet {
 
 namespace {
 namespace fs = std::filesystem;
-
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, ": not valid JSON: ", e.what());
-  }
-}
 
 bool is_file(const fs::path& p) {
   std::error_code ec;
@@ -120,6 +109,15 @@ void open_safetensors(ModelFiles& m) {
 }
 
 }  // namespace
+
+nlohmann::json read_json_file(const std::string& path) {
+  const std::string text = read_file(path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, ": not valid JSON: ", e.what());
+  }
+}
 
 namespace {
 // safetensors places tensors back to back, so a file may hold an F32 tensor at an odd offset.

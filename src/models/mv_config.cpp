@@ -264,12 +264,7 @@ nlohmann::json mv_dir_config(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / "config.json").string();
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return nlohmann::json::object();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) fail(path, ": not valid JSON");
+  nlohmann::json j = read_json_file(path);
   if (!j.is_object()) fail(path, ": expected a JSON object");
   return j;
 }

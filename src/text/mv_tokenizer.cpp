@@ -1,3 +1,4 @@
+#include "cachet/file.h"
 #include "cachet/mv_tokenizer.h"
 
 #include <filesystem>
@@ -72,14 +73,6 @@ const char* translate(char32_t c) {
   }
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  CACHET_CHECK(in, path, ": cannot open file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  CACHET_CHECK(!in.bad(), path, ": read error");
-  return os.str();
-}
 
 // Python's bytes.decode("utf-8", errors="replace"): each maximal invalid subpart -> U+FFFD.
 std::string utf8_replace_invalid(const std::string& b) {
@@ -286,7 +279,7 @@ MvTokenizer MvTokenizer::from_file(const std::string& path) {
     CACHET_CHECK(fs::exists(file, ec), path,
                  ": directory has no first_stage.meta.json (the MetaVoice tokenizer)");
   }
-  return from_json_text(read_text_file(file), file);
+  return from_json_text(read_file(file), file);
 }
 
 std::vector<int32_t> MvTokenizer::encode_raw(std::string_view utf8) const {

@@ -1,3 +1,4 @@
+#include "cachet/file.h"
 #include "cachet/tokenizer.h"
 
 #include <sentencepiece_processor.h>
@@ -19,14 +20,6 @@ namespace {
 constexpr const char* kProtoKey = "tokenizer.sentencepiece.model";
 constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  CACHET_CHECK(in, path, ": cannot open file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  CACHET_CHECK(!in.bad(), path, ": read error");
-  return os.str();
-}
 
 int parse_byte_piece(const std::string& p) {
   // "<0xAB>"
