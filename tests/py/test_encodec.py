@@ -28,23 +28,9 @@ import torch  # noqa: E402
 
 import encodec as ref  # noqa: E402
 import safetensors_io  # noqa: E402
+from harness import Results  # noqa: E402
 
 TOL = 1e-4
-
-
-class Results:
-    def __init__(self):
-        self.passed = 0
-        self.failed = []
-
-    def check(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"PASS {name} {detail}", flush=True)
-        else:
-            self.failed.append(name)
-            print(f"FAIL {name} {detail}", flush=True)
-        return ok
 
 
 def run(cmd):

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -31,6 +30,7 @@ import torch  # noqa: E402
 
 import metavoice_gpt as mv  # noqa: E402
 import safetensors_io  # noqa: E402
+from harness import Results, run  # noqa: E402
 
 # f32 engine vs f64 reference (the reference in f32 differs from f64 by ~1e-6 here).
 TOL_F32 = 1e-4
@@ -54,31 +54,6 @@ def rounding_tolerance(ref_model, toks, spk, ways, ref):
         worst = max(worst, scaled_err(ref_model.logits(toks, spk), ref))
     ref_model.round_activations(None)
     return 2 * worst + 1e-3, worst
-
-
-class Results:
-    def __init__(self):
-        self.passed = 0
-        self.failed = []
-        self.skipped = []
-
-    def check(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"PASS {name} {detail}", flush=True)
-        else:
-            self.failed.append(name)
-            print(f"FAIL {name} {detail}", flush=True)
-        return ok
-
-    def skip(self, name, why):
-        self.skipped.append(name)
-        print(f"SKIP {name}: {why}", flush=True)
-
-
-def run(cmd, timeout=120):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
 def scaled_err(a, ref):

@@ -18,7 +18,6 @@ CLI subcommands that do not exist yet are reported as SKIP; everything that runs
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -29,6 +28,7 @@ import torch  # noqa: E402
 
 import make_tiny_rg  # noqa: E402
 import safetensors_io  # noqa: E402
+from harness import Results, run  # noqa: E402
 from recurrent_gemma import Config, RecurrentGemma, expected_shapes  # noqa: E402
 
 # f32 engine vs f64 reference. Reference f32 vs f64 differs by ~4e-6 abs on these models; the
@@ -59,31 +59,6 @@ QUANT_TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "
 BLOCK = {"Q8_0": 32, "Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "F16": 1, "BF16": 1, "F32": 1}
 for _t in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"):
     BLOCK[_t] = 256
-
-
-class Results:
-    def __init__(self):
-        self.passed = 0
-        self.failed = []
-        self.skipped = []
-
-    def check(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"PASS {name} {detail}", flush=True)
-        else:
-            self.failed.append(name)
-            print(f"FAIL {name} {detail}", flush=True)
-        return ok
-
-    def skip(self, name, why):
-        self.skipped.append(name)
-        print(f"SKIP {name}: {why}", flush=True)
-
-
-def run(cmd, timeout=120):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
 def has_command(cachet, sub):
