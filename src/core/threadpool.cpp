@@ -122,13 +122,14 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   // A few chunks per thread, so that threads that run faster take more of them.
   const int64_t units = (n + grain - 1) / grain;
   const int64_t chunks = std::min<int64_t>(units, 4 * static_cast<int64_t>(n_threads_));
-  for_chunks(chunks, [&](int64_t c) {
+  const auto chunk = [&](int64_t c) {
     int64_t b, e;
     split(units, 1, static_cast<int>(c), static_cast<int>(chunks), &b, &e);
     b *= grain;
     e = std::min(n, e * grain);
     if (b < e) fn(b, e);
-  });
+  };
+  for_chunks(chunks, std::cref(chunk));  // by reference: no allocation per call
 }
 
 namespace {

@@ -95,9 +95,8 @@ void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn) {
       std::min(per_chunk, std::max<int64_t>(1, units / (2 * static_cast<int64_t>(pool.size()))));
   const int64_t chunk_rows = chunk_units * kRowGrain;
   const int64_t chunks = (w.rows + chunk_rows - 1) / chunk_rows;
-  pool.for_chunks(chunks, [&](int64_t c) {
-    fn(c * chunk_rows, std::min(w.rows, (c + 1) * chunk_rows));
-  });
+  const auto chunk = [&](int64_t c) { fn(c * chunk_rows, std::min(w.rows, (c + 1) * chunk_rows)); };
+  pool.for_chunks(chunks, std::cref(chunk));  // by reference: no allocation per call
 }
 
 }  // namespace
