@@ -4,6 +4,7 @@
 #include <cstring>
 #include <random>
 
+#include "cachet/hash.h"
 #include "cachet/error.h"
 #include "cachet/gguf.h"
 #include "cachet/quant.h"
@@ -60,22 +61,9 @@ nlohmann::json preset_config(const std::string& preset) {
   return c;
 }
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t name_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 // Fills f32 values for a non-matrix tensor.
 void fill_small(const RandomTensor& t, uint64_t seed, float* out, int64_t n) {
-  std::mt19937_64 rng(seed ^ name_hash(t.name));
+  std::mt19937_64 rng(seed ^ fnv1a64(t.name));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> uni(0.0f, 1.0f);
   for (int64_t i = 0; i < n; ++i) {
@@ -114,7 +102,7 @@ RowPool make_pool(const RandomTensor& t, uint64_t seed) {
   p.rows = 61;
   p.row_bytes = row_bytes(t.type, cols);
   p.data.resize(p.row_bytes * p.rows);
-  std::mt19937_64 rng(seed ^ name_hash(t.name));
+  std::mt19937_64 rng(seed ^ fnv1a64(t.name));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const float s = t.kind == RandomTensor::Kind::Embedding ? 0.02f
                                                           : 1.0f / std::sqrt(static_cast<float>(cols));
@@ -127,7 +115,7 @@ RowPool make_pool(const RandomTensor& t, uint64_t seed) {
 }
 
 const uint8_t* pool_row(const RowPool& p, uint64_t seed, int64_t r) {
-  return p.data.data() + (mix(seed + static_cast<uint64_t>(r)) % p.rows) * p.row_bytes;
+  return p.data.data() + (splitmix64_mix(seed + static_cast<uint64_t>(r)) % p.rows) * p.row_bytes;
 }
 
 int64_t rows_of(const std::vector<int64_t>& shape) {
@@ -210,7 +198,7 @@ void fill_tensor(const RandomTensor& t, uint64_t seed, uint8_t* dst, ThreadPool&
   const int64_t rows = rows_of(t.shape), cols = t.shape.back();
   if (t.kind == RandomTensor::Kind::Matrix || t.kind == RandomTensor::Kind::Embedding) {
     const RowPool p = make_pool(t, seed);
-    const uint64_t s = seed ^ name_hash(t.name);
+    const uint64_t s = seed ^ fnv1a64(t.name);
     pool.parallel_for(rows, 64, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) std::memcpy(dst + r * p.row_bytes, pool_row(p, s, r), p.row_bytes);
     });
@@ -246,7 +234,7 @@ void write_random_model(const RandomModelSpec& spec, uint64_t seed, const std::s
       const int64_t rows = rows_of(t.shape), cols = t.shape.back();
       if (t.kind == RandomTensor::Kind::Matrix || t.kind == RandomTensor::Kind::Embedding) {
         const RowPool p = make_pool(t, seed);
-        const uint64_t s = seed ^ name_hash(t.name);
+        const uint64_t s = seed ^ fnv1a64(t.name);
         for (int64_t r = 0; r < rows; ++r) sink(pool_row(p, s, r), p.row_bytes);
       } else {
         std::vector<float> v(rows * cols);

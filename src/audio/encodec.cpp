@@ -9,6 +9,8 @@
 // weights on the pool.
 #include "cachet/encodec.h"
 
+#include "cachet/hash.h"
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -402,12 +404,7 @@ class Loader {
 
 struct Rng {
   uint64_t s;
-  uint64_t next() {  // splitmix64
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return splitmix64_next(s); }
   float uniform(float a) {  // [-a, a)
     return a * (2.0f * static_cast<float>(next() >> 40) * (1.0f / 16777216.0f) - 1.0f);
   }

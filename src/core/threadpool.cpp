@@ -8,7 +8,9 @@
 
 namespace cachet {
 namespace {
-inline void cpu_relax() { _mm_pause(); }
+inline void cpu_relax() {
+  _mm_pause();
+}
 constexpr int kSpinIterations = 1 << 16;
 }  // namespace
 
@@ -146,7 +148,8 @@ ThreadPool& default_pool() {
 
 void set_default_threads(int n) {
   std::lock_guard<std::mutex> lock(g_pool_mu);
-  if (g_pool && (n <= 0 ? static_cast<int>(std::thread::hardware_concurrency()) : n) == g_pool->size())
+  if (g_pool &&
+      (n <= 0 ? static_cast<int>(std::thread::hardware_concurrency()) : n) == g_pool->size())
     return;
   g_default_threads = n;
   g_pool.reset();

@@ -33,7 +33,9 @@ constexpr size_t kMinParallelBytes = 1 << 16;  // smaller matrices run on the ca
 constexpr size_t kChunkBytes = 1 << 18;        // weight bytes per chunk a thread claims
 
 // Every weight type of the block-format layer has a matvec path.
-bool supported(DType t) { return is_weight_type(t); }
+bool supported(DType t) {
+  return is_weight_type(t);
+}
 
 // Grow-only scratch owned by the calling thread.
 template <typename T>

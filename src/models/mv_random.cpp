@@ -4,6 +4,7 @@
 #include <random>
 
 #include "cachet/error.h"
+#include "cachet/hash.h"
 #include "cachet/metavoice_gpt.h"
 #include "cachet/quant.h"
 #include "cachet/threadpool.h"
@@ -11,19 +12,6 @@
 namespace cachet {
 
 namespace {
-
-uint64_t mix(uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t name_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 DType matrix_type(DType want, int64_t cols) {
   const auto& info = dtype_info(want);
@@ -40,7 +28,7 @@ Tensor random_matrix(const std::string& name, DType want, int64_t rows, int64_t 
   Tensor t = Tensor::zeros(type, {rows, cols}, name);
   const size_t rb = row_bytes(type, cols);
   const int64_t pool_rows = std::min<int64_t>(rows, 61);
-  std::mt19937_64 rng(seed ^ name_hash(name));
+  std::mt19937_64 rng(seed ^ fnv1a64(name));
   std::normal_distribution<float> normal(0.0f, std);
   std::vector<float> src(static_cast<size_t>(cols));
   std::vector<uint8_t> rowpool(rb * static_cast<size_t>(pool_rows));
@@ -53,10 +41,10 @@ Tensor random_matrix(const std::string& name, DType want, int64_t rows, int64_t 
     std::memcpy(dst, rowpool.data(), rowpool.size());
     return t;
   }
-  const uint64_t s = seed ^ name_hash(name);
+  const uint64_t s = seed ^ fnv1a64(name);
   auto fill = [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r)
-      std::memcpy(dst + rb * r, rowpool.data() + rb * (mix(s + r) % pool_rows), rb);
+      std::memcpy(dst + rb * r, rowpool.data() + rb * (splitmix64_mix(s + r) % pool_rows), rb);
   };
   if (pool)
     pool->parallel_for(rows, 64, fill);
@@ -67,7 +55,7 @@ Tensor random_matrix(const std::string& name, DType want, int64_t rows, int64_t 
 
 Tensor random_vector(const std::string& name, int64_t n, float mean, float std, uint64_t seed) {
   Tensor t = Tensor::zeros(DType::F32, {n}, name);
-  std::mt19937_64 rng(seed ^ name_hash(name));
+  std::mt19937_64 rng(seed ^ fnv1a64(name));
   std::normal_distribution<float> normal(mean, std);
   for (int64_t i = 0; i < n; ++i) t.as<float>()[i] = normal(rng);
   return t;

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "cachet/hash.h"
 #include "cachet/recurrent_gemma.h"
 
 namespace cachet {
@@ -10,12 +11,7 @@ namespace {
 
 struct Rng {
   uint64_t s;
-  uint64_t next() {  // splitmix64
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return splitmix64_next(s); }
   float uniform(float lo, float hi) {  // [lo, hi)
     return lo + (hi - lo) * static_cast<float>(next() >> 40) * (1.0f / 16777216.0f);
   }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "cachet/error.h"
+#include "cachet/hash.h"
 
 namespace cachet {
 
@@ -32,17 +33,11 @@ namespace {
 inline uint64_t rotl(uint64_t x, int k) {
   return (x << k) | (x >> (64 - k));
 }
-inline uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 }  // namespace
 
 void Rng::seed_with(uint64_t seed) {
   uint64_t x = seed;
-  for (auto& s : s_) s = splitmix64(x);
+  for (auto& s : s_) s = splitmix64_next(x);
 }
 
 uint64_t Rng::next() {
