@@ -7,8 +7,8 @@ class ThreadPool;
 
 namespace cachet::cli {
 
-// Streaming read over a buffer of at least 1 GiB with every thread of the pool; the best of
-// several passes, in GB/s (1e9 bytes per second).
+// Streaming read rate over a buffer of at least 1 GiB with every thread of the pool, in GB/s
+// (1e9 bytes per second): the fastest of many calls that each read one 128 MiB slice.
 double measure_bandwidth_gbs(ThreadPool& pool, double gib = 1.0);
 
 }  // namespace cachet::cli
