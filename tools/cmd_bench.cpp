@@ -63,8 +63,9 @@ std::vector<DType> parse_types(const std::string& list) {
 }
 
 // Copies of a random [rows, cols] matrix of type t (a quantized block of rows, repeated), as
-// many as needed to exceed kMinWeightBytes together (at least two).
-std::vector<std::shared_ptr<void>> make_weights(DType t, Shape s, ThreadPool& pool) {
+// many as needed to exceed kMinWeightBytes together (at least two), each in the layout the
+// models use on this CPU (pack_matrix).
+std::vector<PackedMat> make_weights(DType t, Shape s, ThreadPool& pool) {
   const size_t rb = row_bytes(t, s.cols), bytes = rb * static_cast<size_t>(s.rows);
   constexpr int64_t kSeedRows = 16;
   std::vector<float> src(static_cast<size_t>(kSeedRows * s.cols));
@@ -74,7 +75,7 @@ std::vector<std::shared_ptr<void>> make_weights(DType t, Shape s, ThreadPool& po
   std::vector<uint8_t> seed(rb * kSeedRows);
   quantize_matrix(t, src.data(), seed.data(), kSeedRows, s.cols, &pool);
   const size_t copies = std::max<size_t>(2, (kMinWeightBytes + bytes - 1) / bytes);
-  std::vector<std::shared_ptr<void>> out;
+  std::vector<PackedMat> out;
   for (size_t c = 0; c < copies; ++c) {
     auto buf = aligned_buffer(bytes);
     auto* p = static_cast<uint8_t*>(buf.get());
@@ -82,7 +83,9 @@ std::vector<std::shared_ptr<void>> make_weights(DType t, Shape s, ThreadPool& po
       for (int64_t r = b; r < e; ++r)
         std::memcpy(p + rb * r, seed.data() + rb * (r % kSeedRows), rb);
     });
-    out.push_back(std::move(buf));
+    PackedMat pm = pack_matrix(MatView{t, s.rows, s.cols, p, rb}, &pool);
+    if (!pm.buf) pm.buf = std::move(buf);
+    out.push_back(std::move(pm));
   }
   return out;
 }
@@ -90,14 +93,14 @@ std::vector<std::shared_ptr<void>> make_weights(DType t, Shape s, ThreadPool& po
 // GB/s (weight bytes per second) of the fastest of many matvec calls that rotate over the
 // copies, so every call streams its matrix from memory. The fastest call is the one least
 // disturbed by other processes.
-double bench_matvec(DType t, Shape s, const std::vector<std::shared_ptr<void>>& w, ThreadPool& pool,
+double bench_matvec(DType t, Shape s, const std::vector<PackedMat>& w, ThreadPool& pool,
                     bool quick) {
   const size_t rb = row_bytes(t, s.cols), bytes = rb * static_cast<size_t>(s.rows);
   std::vector<float> x(static_cast<size_t>(s.cols)), y(static_cast<size_t>(s.rows));
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
-  auto view = [&](size_t i) { return MatView{t, s.rows, s.cols, w[i % w.size()].get(), rb}; };
+  auto view = [&](size_t i) { return w[i % w.size()].view; };
   matvec(view(0), x.data(), y.data(), pool);  // warm-up (scratch, pool)
   const double budget_s = quick ? 0.2 : 0.8;
   const int min_calls = quick ? 10 : 30;
@@ -114,13 +117,12 @@ double bench_matvec(DType t, Shape s, const std::vector<std::shared_ptr<void>>& 
 
 // GFLOP/s of one matmul with n activation rows (best of two when a call is quick); negative
 // when matmul is not available.
-double bench_matmul(DType t, Shape s, const std::vector<std::shared_ptr<void>>& w, int64_t n,
-                    ThreadPool& pool) {
+double bench_matmul(Shape s, const std::vector<PackedMat>& w, int64_t n, ThreadPool& pool) {
   std::vector<float> x(static_cast<size_t>(n * s.cols)), y(static_cast<size_t>(n * s.rows));
   std::mt19937 rng(9);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
-  const MatView view{t, s.rows, s.cols, w[0].get(), row_bytes(t, s.cols)};
+  const MatView view = w[0].view;
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {
     const auto t0 = Clock::now();
@@ -157,7 +159,7 @@ int run_kernels(const KernelArgs& a) {
       std::fflush(stdout);
       if (matmul_ok && (!a.quick || s.rows == 4096)) {
         constexpr int64_t kN = 512;
-        const double gf = bench_matmul(t, s, w, kN, pool);
+        const double gf = bench_matmul(s, w, kN, pool);
         if (gf < 0) {
           matmul_ok = false;
         } else {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "cachet/cpu.h"
 #include "cachet/dtype.h"
@@ -15,12 +16,20 @@ class ThreadPool;
 struct Tensor;
 
 // A weight matrix W[rows, cols] stored row by row; the product contracts over cols.
+// How the bytes of a MatView are arranged.
+enum class MatLayout : uint8_t {
+  Rows,     // row r at data + r * row_stride
+  Q4K_X16,  // Q4_K, rows in groups of 16 interleaved for the AVX-512 kernel (see pack_matrix);
+            // the rows past the last whole group follow in row layout at their usual offset
+};
+
 struct MatView {
   DType type = DType::F32;
   int64_t rows = 0;
   int64_t cols = 0;
   const void* data = nullptr;
   size_t row_stride = 0;  // bytes between rows (row_bytes(type, cols) when packed)
+  MatLayout layout = MatLayout::Rows;
 
   static MatView of(const Tensor& t);  // a contiguous tensor viewed as [rows(), cols()]
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_stride; }
@@ -35,5 +44,27 @@ void matmul(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& p
 // is lowered to the best it has.
 void matvec_isa(Isa isa, const MatView& w, const float* x, float* y, ThreadPool& pool);
 void matmul_isa(Isa isa, const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// ---- weights rearranged for this CPU's kernels -------------------------------------------
+//
+// A model's matrices can be rearranged once at load so that the matvec kernels of the active
+// instruction set decode many rows with one instruction: Q4_K on AVX-512 is stored as groups
+// of 16 rows whose blocks are interleaved (MatLayout::Q4K_X16: per group and 256-column
+// block, 2304 bytes, the same as the 16 blocks it replaces). Same bytes, same values: the
+// matrix dequantizes exactly as before, and matvec/matmul accept either layout.
+
+struct PackedMat {
+  std::shared_ptr<void> buf;  // owns the rearranged bytes (empty: view is the input as given)
+  MatView view;
+};
+
+// The layout pack_matrix would choose for w on this CPU (Rows when there is nothing to gain,
+// or when CACHET_REPACK=0 is set in the environment).
+MatLayout preferred_layout(const MatView& w);
+// w rearranged into preferred_layout(w) (a copy), or w itself when that is Rows. The pool,
+// if given, packs in parallel.
+PackedMat pack_matrix(const MatView& w, ThreadPool* pool = nullptr);
+// Blocks [b0, b0 + nb) of row r, in the row layout, written to dst (nb * block bytes).
+void unpack_row_blocks(const MatView& w, int64_t r, int64_t b0, int64_t nb, uint8_t* dst);
 
 }  // namespace cachet

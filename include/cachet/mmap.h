@@ -27,4 +27,9 @@ class MappedFile {
   std::string path_;
 };
 
+// Hints that the pages wholly inside [p, p + n) will not be read soon: pages of a file
+// mapping leave this process's resident set (they are read again from the file if touched);
+// other memory is left as it is. Never changes what the memory holds.
+void release_pages(const void* p, size_t n);
+
 }  // namespace cachet

@@ -41,6 +41,19 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
   return f;
 }
 
+void release_pages(const void* p, size_t n) {
+#ifdef MADV_PAGEOUT
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  // MADV_PAGEOUT reclaims: clean file pages are dropped, anonymous memory without swap stays.
+  if (b > a) madvise(reinterpret_cast<void*>(a), b - a, MADV_PAGEOUT);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 MappedFile::~MappedFile() {
   if (data_) munmap(const_cast<uint8_t*>(data_), size_);
 }

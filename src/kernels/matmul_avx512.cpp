@@ -24,10 +24,10 @@
 namespace cachet::matmul_internal {
 namespace {
 
-constexpr int kPanel = 32;          // weight rows per panel
-constexpr int kNb = 12;             // activation rows per micro-tile
-constexpr int64_t kKcF32 = 256;     // contraction block, f32 panels (32 KiB)
-constexpr int64_t kKcBf16 = 512;    // contraction block, bf16 panels (32 KiB); multiple of 256
+constexpr int kPanel = 32;        // weight rows per panel
+constexpr int kNb = 12;           // activation rows per micro-tile
+constexpr int64_t kKcF32 = 256;   // contraction block, f32 panels (32 KiB)
+constexpr int64_t kKcBf16 = 512;  // contraction block, bf16 panels (32 KiB); multiple of 256
 
 struct Scratch {
   std::vector<float> wf;     // f32 panel [kc][32]
@@ -232,6 +232,11 @@ void pack_f32(const MatView& w, int64_t r0, int64_t k0, int64_t kc, float* wp, f
     const float* src;
     if (w.type == DType::F32) {
       src = reinterpret_cast<const float*>(w.row(r0 + rr)) + k0;
+    } else if (w.layout != MatLayout::Rows) {
+      alignas(64) uint8_t blk[kKcBf16 / 256 * sizeof(block_q4_K)];
+      unpack_row_blocks(w, r0 + rr, k0 / 256, kc / 256, blk);
+      to_f32(w.type, blk, 0, kc, tmp);
+      src = tmp;
     } else {
       to_f32(w.type, w.row(r0 + rr), k0, kc, tmp);
       src = tmp;
@@ -256,7 +261,13 @@ void pack_bf16(const MatView& w, int64_t r0, int64_t k0, int64_t kc, uint32_t* w
     return;
   }
   for (int64_t rr = 0; rr < nr; ++rr) {
-    to_f32_fast(w.type, w.row(r0 + rr), k0, kc, tmp);
+    if (w.layout != MatLayout::Rows) {  // Q4K_X16: this row's blocks back in row layout
+      alignas(64) uint8_t blk[kKcBf16 / 256 * sizeof(block_q4_K)];
+      unpack_row_blocks(w, r0 + rr, k0 / 256, kc / 256, blk);
+      to_f32_fast(w.type, blk, 0, kc, tmp);
+    } else {
+      to_f32_fast(w.type, w.row(r0 + rr), k0, kc, tmp);
+    }
     for (int64_t k = 0; k < kc; k += 32) {
       const __m512bh v =
           _mm512_cvtne2ps_pbh(_mm512_loadu_ps(tmp + k + 16), _mm512_loadu_ps(tmp + k));

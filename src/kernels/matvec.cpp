@@ -171,12 +171,43 @@ void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, X
 
 }  // namespace
 
+// matvec_rows for a MatLayout::Q4K_X16 matrix: its groups of 16 rows by the AVX-512 group
+// kernel, the rows after the last group by the row kernel. Without AVX-512 (a lower ISA asked
+// for), the matrix is unpacked to the row layout for the call: slow, but the same values.
+static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n_rows, float* y,
+                            ThreadPool& pool) {
+  const int64_t nb = w.cols / 256;
+  if (isa != Isa::Avx512) {
+    auto buf = aligned_buffer(w.row_stride * static_cast<size_t>(w.rows));
+    auto* p = static_cast<uint8_t*>(buf.get());
+    for (int64_t r = 0; r < w.rows; ++r) unpack_row_blocks(w, r, 0, nb, p + r * w.row_stride);
+    MatView u = w;
+    u.data = p;
+    u.layout = MatLayout::Rows;
+    return matvec_rows(isa, u, x, n_rows, y, pool);
+  }
+  thread_local XScratch xs;
+  prepare_x(kern::XKind::Q8_K, x, n_rows, w.cols, xs);
+  const kern::XPrep* preps = xs.preps.data();
+  const kern::Kernel k = kern::avx512_kernel(w.type);
+  const int64_t packed = w.rows / 16 * 16;  // split_rows cuts at multiples of kRowGrain (16)
+  split_rows(w, pool, [&](int64_t b, int64_t e) {
+    const int64_t pe = std::min(e, packed);
+    if (b < pe) kern::q4k_x16_rows_avx512(w, preps, static_cast<int>(n_rows), y, w.rows, b, pe);
+    const int64_t t0 = std::max(b, pe);
+    if (t0 >= e) return;
+    if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);
+    k.multi[n_rows - 2](w, preps, y, w.rows, t0, e);
+  });
+}
+
 // Y[j, r] for j < n_rows: the matvec of every activation row. Each thread takes chunks of
 // a few weight rows and runs every activation row over a chunk while it is in cache, so the
 // weights stream from memory once; each y[j, r] is computed exactly as matvec computes it.
 void matvec_rows(Isa isa, const MatView& w, const float* x, int64_t n_rows, float* y,
                  ThreadPool& pool) {
   if (isa > best_isa()) isa = best_isa();
+  if (w.layout == MatLayout::Q4K_X16) return matvec_rows_x16(isa, w, x, n_rows, y, pool);
   kern::Kernel k;
   if (isa == Isa::Avx512)
     k = kern::avx512_kernel(w.type);

@@ -41,6 +41,11 @@ struct Kernel {
   RowsMultiFn multi[3] = {nullptr, nullptr, nullptr};  // 2, 3, 4 activation rows (optional)
 };
 
+// Rows [r0, r1) (whole groups of 16) of a MatLayout::Q4K_X16 matrix for nx (1..4) activation
+// rows prepared as Q8_K: y[j * ldy + r]. AVX-512 code: call only when active_isa() is Avx512.
+void q4k_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
+                         int64_t r0, int64_t r1);
+
 Kernel avx2_kernel(DType t);
 Kernel avx512_kernel(DType t);
 

@@ -164,6 +164,7 @@ class RecurrentGemma final : public LanguageModel {
       head_ = models::need_linear(f, "lm_head", V, d, false);
     } else {
       head_.w = MatView{embed_->dtype, V, d, embed_->data, row_bytes(embed_->dtype, d)};
+      models::pack_linear(head_);
     }
     final_norm_ = models::to_f32(models::need_tensor(f, p + "final_norm.weight", {d}));
 

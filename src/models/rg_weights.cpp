@@ -4,6 +4,7 @@
 
 #include "cachet/error.h"
 #include "cachet/half.h"
+#include "cachet/mmap.h"
 #include "cachet/ops.h"
 #include "cachet/quant.h"
 #include "cachet/threadpool.h"
@@ -78,11 +79,20 @@ uint64_t Linear::bytes() const {
          bias.size() * sizeof(float);
 }
 
+void pack_linear(Linear& l) {
+  PackedMat p = pack_matrix(l.w, &default_pool());
+  if (!p.buf) return;
+  release_pages(l.w.data, l.w.row_stride * static_cast<size_t>(l.w.rows));
+  l.w = p.view;
+  l.packed = std::move(p.buf);
+}
+
 Linear need_linear(const ModelFiles& files, const std::string& prefix, int64_t out, int64_t in,
                    bool has_bias) {
   Linear l;
   const Tensor& w = need_tensor(files, prefix + ".weight", {out, in});
   l.w = MatView{w.dtype, out, in, w.data, row_bytes(w.dtype, in)};
+  pack_linear(l);
   const std::string bname = prefix + ".bias";
   if (has_bias) {
     l.bias = to_f32(need_tensor(files, bname, {out}));

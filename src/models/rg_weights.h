@@ -24,12 +24,17 @@ void row_to_f32(DType type, const void* src, float* dst, int64_t n);
 // y = x W^T + b over a weight matrix of any weight type, used in place.
 struct Linear {
   MatView w;
-  std::vector<float> bias;  // empty: no bias
+  std::shared_ptr<void> packed;  // owns w's bytes when they were rearranged (pack_linear)
+  std::vector<float> bias;       // empty: no bias
   int64_t in() const { return w.cols; }
   int64_t out() const { return w.rows; }
   // Bytes read by one product.
   uint64_t bytes() const;
 };
+
+// Rearranges l.w for this CPU's kernels when that pays (cachet::pack_matrix); the source
+// bytes are then released from memory where they are a file mapping.
+void pack_linear(Linear& l);
 
 // A [out, in] linear layer `prefix`.weight (+ `prefix`.bias when has_bias).
 Linear need_linear(const ModelFiles& files, const std::string& prefix, int64_t out, int64_t in,

@@ -1,0 +1,192 @@
+// Weights rearranged at load for the kernels of the active instruction set.
+//
+// Q4K_X16: the 16 Q4_K blocks of 16 consecutive rows at one 256-column position become one
+// 2304-byte chunk, and a group of 16 rows is its chunks in column order:
+//
+//   [0, 32)      d of rows 0..15 (f16, as stored)
+//   [32, 64)     dmin of rows 0..15
+//   [64, 192)    A: for sub-block pair k (0..3), 32 bytes; byte 2r + h is
+//                sc[2k + h] of row r (6 bits) | (low 2 bits of m[2k + h]) << 6
+//   [192, 256)   B: for pair k, 16 bytes; byte r is (m[2k] >> 2) | (m[2k + 1] >> 2) << 4
+//   [256, 2304)  Q: for sub-block s (0..7) and q (0..3), 64 bytes; bytes 4r..4r+3 hold, for
+//                i = 0..3, the weights of row r at columns 32s + 4q + i (low nibble) and
+//                32s + 16 + 4q + i (high nibble)
+//
+// sc and m are the 6-bit sub-block scales and mins of the Q4_K block. Nothing is lost or
+// rounded: unpacking gives back the original blocks byte for byte. The layout lets a 512-bit
+// integer dot product (vpdpbusd) take four columns of 16 rows against four broadcast
+// activation bytes, and applies each scale to 16 rows at once (matvec_avx512.cpp).
+#include "kernels/repack.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "cachet/error.h"
+#include "cachet/kernels.h"
+#include "cachet/tensor.h"
+#include "cachet/threadpool.h"
+#include "kernels/blocks.h"
+
+namespace cachet {
+namespace kern {
+
+void q4k_scales_decode(const uint8_t* q, uint8_t sc[8], uint8_t m[8]) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = q[j] & 63;
+    m[j] = q[j + 4] & 63;
+  }
+  for (int j = 4; j < 8; ++j) {
+    sc[j] = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    m[j] = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+void q4k_scales_encode(const uint8_t sc[8], const uint8_t m[8], uint8_t* q) {
+  for (int j = 0; j < 4; ++j) {
+    q[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+    q[j + 4] = static_cast<uint8_t>((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+  }
+  for (int j = 4; j < 8; ++j) q[j + 4] = static_cast<uint8_t>((sc[j] & 0xF) | ((m[j] & 0xF) << 4));
+}
+
+namespace {
+
+// Column 32s + t of a Q4_K block is nibble s % 2 of qs[32 (s / 2) + t] (t < 32). So for the
+// sub-block pair (2c, 2c + 1) and q, the four qs bytes at 32c + 4q (A) and at 32c + 16 + 4q (B)
+// hold exactly the nibbles of the chunk words of sub-blocks 2c (u0) and 2c + 1 (u1):
+//   u0 = lo(A) | lo(B) << 4,  u1 = hi(A) | hi(B) << 4   (nibble-wise, four bytes at once)
+constexpr uint32_t kLo = 0x0F0F0F0Fu;
+
+inline uint32_t load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline void store32(uint8_t* p, uint32_t v) {
+  std::memcpy(p, &v, 4);
+}
+
+}  // namespace
+
+void q4k_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  uint8_t sc[kX16Rows][8], m[kX16Rows][8];
+  for (int r = 0; r < kX16Rows; ++r) {
+    const auto& b = *reinterpret_cast<const block_q4_K*>(rows[r]);
+    std::memcpy(out + 2 * r, &b.d, 2);
+    std::memcpy(out + 32 + 2 * r, &b.dmin, 2);
+    q4k_scales_decode(b.scales, sc[r], m[r]);
+  }
+  uint8_t* a = out + 64;
+  uint8_t* bb = out + 192;
+  for (int k = 0; k < 4; ++k)
+    for (int r = 0; r < kX16Rows; ++r) {
+      for (int h = 0; h < 2; ++h)
+        a[32 * k + 2 * r + h] =
+            static_cast<uint8_t>(sc[r][2 * k + h] | ((m[r][2 * k + h] & 3) << 6));
+      bb[16 * k + r] = static_cast<uint8_t>((m[r][2 * k] >> 2) | ((m[r][2 * k + 1] >> 2) << 4));
+    }
+  uint8_t* q = out + 256;
+  for (int r = 0; r < kX16Rows; ++r) {
+    const uint8_t* qs = reinterpret_cast<const block_q4_K*>(rows[r])->qs;
+    for (int c = 0; c < 4; ++c)
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t A = load32(qs + 32 * c + 4 * j), B = load32(qs + 32 * c + 16 + 4 * j);
+        store32(q + 256 * (2 * c) + 64 * j + 4 * r, (A & kLo) | ((B & kLo) << 4));
+        store32(q + 256 * (2 * c + 1) + 64 * j + 4 * r, ((A >> 4) & kLo) | (B & ~kLo));
+      }
+  }
+}
+
+void q4k_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  auto& b = *reinterpret_cast<block_q4_K*>(dst);
+  std::memcpy(&b.d, chunk + 2 * r, 2);
+  std::memcpy(&b.dmin, chunk + 32 + 2 * r, 2);
+  uint8_t sc[8], m[8];
+  const uint8_t* a = chunk + 64;
+  const uint8_t* bb = chunk + 192;
+  for (int k = 0; k < 4; ++k)
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t v = a[32 * k + 2 * r + h];
+      const uint8_t hi = static_cast<uint8_t>(h ? bb[16 * k + r] >> 4 : bb[16 * k + r] & 0xF);
+      sc[2 * k + h] = v & 63;
+      m[2 * k + h] = static_cast<uint8_t>((v >> 6) | (hi << 2));
+    }
+  q4k_scales_encode(sc, m, b.scales);
+  const uint8_t* q = chunk + 256;
+  for (int c = 0; c < 4; ++c)
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t u0 = load32(q + 256 * (2 * c) + 64 * j + 4 * r);
+      const uint32_t u1 = load32(q + 256 * (2 * c + 1) + 64 * j + 4 * r);
+      store32(b.qs + 32 * c + 4 * j, (u0 & kLo) | ((u1 & kLo) << 4));
+      store32(b.qs + 32 * c + 16 + 4 * j, ((u0 >> 4) & kLo) | (u1 & ~kLo));
+    }
+}
+
+}  // namespace kern
+
+namespace {
+
+bool repack_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("CACHET_REPACK");
+    return !(e && std::string_view(e) == "0");
+  }();
+  return on;
+}
+
+}  // namespace
+
+MatLayout preferred_layout(const MatView& w) {
+  if (w.layout != MatLayout::Rows || !repack_enabled() || active_isa() < Isa::Avx512)
+    return w.layout;
+  if (w.type == DType::Q4_K && w.rows >= kern::kX16Rows && w.cols % 256 == 0 &&
+      w.row_stride == row_bytes(w.type, w.cols))
+    return MatLayout::Q4K_X16;
+  return MatLayout::Rows;
+}
+
+PackedMat pack_matrix(const MatView& w, ThreadPool* pool) {
+  PackedMat p{nullptr, w};
+  if (preferred_layout(w) != MatLayout::Q4K_X16 || w.layout == MatLayout::Q4K_X16) return p;
+  const size_t bytes = w.row_stride * static_cast<size_t>(w.rows);
+  p.buf = aligned_buffer(bytes);
+  auto* dst = static_cast<uint8_t*>(p.buf.get());
+  const int64_t groups = w.rows / kern::kX16Rows, nb = w.cols / 256;
+  const size_t group_bytes = w.row_stride * kern::kX16Rows;
+  auto pack_groups = [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g)
+      for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* rows[kern::kX16Rows];
+        for (int r = 0; r < kern::kX16Rows; ++r)
+          rows[r] = w.row(g * kern::kX16Rows + r) + i * sizeof(block_q4_K);
+        kern::q4k_x16_pack(rows, dst + g * group_bytes + i * kern::kX16Chunk);
+      }
+  };
+  if (pool)
+    pool->parallel_for(groups, 4, pack_groups);
+  else
+    pack_groups(0, groups);
+  const size_t packed = group_bytes * static_cast<size_t>(groups);
+  std::memcpy(dst + packed, w.row(groups * kern::kX16Rows), bytes - packed);  // the tail rows
+  p.view.data = dst;
+  p.view.layout = MatLayout::Q4K_X16;
+  return p;
+}
+
+void unpack_row_blocks(const MatView& w, int64_t r, int64_t b0, int64_t nb, uint8_t* dst) {
+  CACHET_CHECK(r >= 0 && r < w.rows && b0 >= 0 && nb >= 0, "unpack_row_blocks: row ", r,
+               " blocks [", b0, ", ", b0 + nb, ") outside [", w.rows, ", ", w.cols, "]");
+  const size_t bb = row_bytes(w.type, dtype_info(w.type).block_elems);
+  if (w.layout == MatLayout::Rows || r >= w.rows / kern::kX16Rows * kern::kX16Rows) {
+    std::memcpy(dst, w.row(r) + b0 * bb, static_cast<size_t>(nb) * bb);
+    return;
+  }
+  const int64_t g = r / kern::kX16Rows;
+  const uint8_t* group = static_cast<const uint8_t*>(w.data) + g * kern::kX16Rows * w.row_stride;
+  for (int64_t i = 0; i < nb; ++i)
+    kern::q4k_x16_unpack_row(group + (b0 + i) * kern::kX16Chunk,
+                             static_cast<int>(r % kern::kX16Rows), dst + i * bb);
+}
+
+}  // namespace cachet

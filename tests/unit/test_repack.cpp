@@ -1,0 +1,155 @@
+// Weights rearranged for the kernels (pack_matrix, MatLayout::Q4K_X16): the bytes come back
+// exactly, and every product on the packed matrix matches the one on the rows as stored.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cachet/cpu.h"
+#include "cachet/kernels.h"
+#include "cachet/quant.h"
+#include "cachet/threadpool.h"
+#include "kernels/repack.h"
+
+using namespace cachet;
+
+namespace {
+
+struct Q4KMat {
+  std::vector<uint8_t> bytes;
+  MatView view;
+};
+
+// Random Q4_K matrix; heavy-tailed values so that scales and mins use all their 6 bits.
+Q4KMat make_q4k(int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> src(static_cast<size_t>(rows * cols));
+  for (auto& v : src) v = nd(rng) * (u(rng) < 0.05f ? 10.0f : 1.0f) + (u(rng) < 0.5f ? 0.7f : 0);
+  Q4KMat m;
+  const size_t rb = row_bytes(DType::Q4_K, cols);
+  m.bytes.resize(rb * static_cast<size_t>(rows));
+  quantize_matrix(DType::Q4_K, src.data(), m.bytes.data(), rows, cols, nullptr);
+  m.view = MatView{DType::Q4_K, rows, cols, m.bytes.data(), rb};
+  return m;
+}
+
+std::vector<float> random_x(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = nd(rng);
+  return x;
+}
+
+bool avx512() {
+  return best_isa() >= Isa::Avx512;
+}
+
+}  // namespace
+
+TEST(Repack, Q4KScalesEncodeIsTheInverseOfDecode) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    uint8_t q[12], sc[8], m[8], back[12];
+    for (auto& b : q) b = static_cast<uint8_t>(rng());
+    kern::q4k_scales_decode(q, sc, m);
+    kern::q4k_scales_encode(sc, m, back);
+    ASSERT_EQ(0, std::memcmp(q, back, 12)) << "trial " << trial;
+  }
+}
+
+TEST(Repack, UnpackGivesBackEveryBlockByteForByte) {
+  if (!avx512()) GTEST_SKIP() << "no AVX-512: matrices stay in row layout";
+  for (int64_t rows : {16, 37, 64}) {
+    Q4KMat m = make_q4k(rows, 768, 5);
+    ThreadPool pool(2);
+    PackedMat p = pack_matrix(m.view, &pool);
+    ASSERT_EQ(p.view.layout, MatLayout::Q4K_X16);
+    ASSERT_NE(p.view.data, m.view.data);
+    EXPECT_NE(0, std::memcmp(p.view.data, m.view.data, m.bytes.size()));  // really rearranged
+    std::vector<uint8_t> row(m.view.row_stride);
+    for (int64_t r = 0; r < rows; ++r) {
+      unpack_row_blocks(p.view, r, 0, 3, row.data());
+      ASSERT_EQ(0, std::memcmp(row.data(), m.view.row(r), row.size())) << "row " << r;
+      unpack_row_blocks(p.view, r, 1, 2, row.data());
+      ASSERT_EQ(0, std::memcmp(row.data(), m.view.row(r) + 144, 288)) << "row " << r;
+    }
+  }
+}
+
+TEST(Repack, OnlyWhatPaysIsPacked) {
+  Q4KMat small = make_q4k(15, 256, 1);  // not one whole group of 16 rows
+  EXPECT_EQ(preferred_layout(small.view), MatLayout::Rows);
+  EXPECT_FALSE(pack_matrix(small.view).buf);
+  std::vector<uint8_t> f(16 * 256 * 4);
+  EXPECT_EQ(preferred_layout(MatView{DType::F32, 16, 256, f.data(), 1024}), MatLayout::Rows);
+}
+
+// The packed kernel computes the same integer sums per block as the row kernel; only the f32
+// order of accumulation differs, so the outputs agree to a few ulps of sum |w x|.
+TEST(Repack, PackedMatvecMatchesRowMatvec) {
+  if (!avx512()) GTEST_SKIP() << "no AVX-512";
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    const int64_t rows = 100, cols = 1024;  // 6 groups and 4 rows in row layout
+    Q4KMat m = make_q4k(rows, cols, 9);
+    PackedMat p = pack_matrix(m.view, &pool);
+    const auto x = random_x(cols, 10);
+    std::vector<float> yr(rows), yp(rows), deq(static_cast<size_t>(cols));
+    matvec(m.view, x.data(), yr.data(), pool);
+    matvec(p.view, x.data(), yp.data(), pool);
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(DType::Q4_K, m.view.row(r), deq.data(), cols);
+      double mag = 0;
+      for (int64_t c = 0; c < cols; ++c) mag += std::fabs(double(deq[c]) * x[c]);
+      EXPECT_NEAR(yp[r], yr[r], 2e-6 * mag) << "row " << r << ", " << threads << " threads";
+    }
+  }
+}
+
+// Several activation rows at once (batched decoding) give each row's matvec bit for bit, and
+// a lower instruction set reads the packed matrix as it read the rows.
+TEST(Repack, PackedRowsBatchAndLowerIsaAreExact) {
+  if (!avx512()) GTEST_SKIP() << "no AVX-512";
+  ThreadPool pool(2);
+  const int64_t rows = 53, cols = 512;
+  Q4KMat m = make_q4k(rows, cols, 21);
+  PackedMat p = pack_matrix(m.view, &pool);
+  for (int64_t n = 1; n <= 4; ++n) {
+    const auto x = random_x(n * cols, 30 + static_cast<uint32_t>(n));
+    std::vector<float> y(static_cast<size_t>(n * rows)), y1(static_cast<size_t>(rows));
+    matmul(p.view, x.data(), n, y.data(), pool);
+    for (int64_t j = 0; j < n; ++j) {
+      matvec(p.view, x.data() + j * cols, y1.data(), pool);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(y[j * rows + r], y1[r]) << "n " << n << " activation row " << j << " row " << r;
+    }
+  }
+  const auto x = random_x(cols, 40);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
+    std::vector<float> yr(rows), yp(rows);
+    matvec_isa(isa, m.view, x.data(), yr.data(), pool);
+    matvec_isa(isa, p.view, x.data(), yp.data(), pool);
+    EXPECT_EQ(yr, yp) << isa_name(isa);
+  }
+}
+
+// Prefill (matmul with many activation rows) dequantizes the packed rows to the same values.
+TEST(Repack, PackedMatmulEqualsRowMatmul) {
+  if (!avx512()) GTEST_SKIP() << "no AVX-512";
+  ThreadPool pool(2);
+  const int64_t rows = 70, cols = 768, n = 9;
+  Q4KMat m = make_q4k(rows, cols, 44);
+  PackedMat p = pack_matrix(m.view, &pool);
+  const auto x = random_x(n * cols, 45);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    std::vector<float> yr(static_cast<size_t>(n * rows)), yp(yr.size());
+    matmul_isa(isa, m.view, x.data(), n, yr.data(), pool);
+    matmul_isa(isa, p.view, x.data(), n, yp.data(), pool);
+    EXPECT_EQ(yr, yp) << isa_name(isa);
+  }
+}
