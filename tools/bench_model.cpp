@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bandwidth.h"
+#include "cachet/encodec.h"
 #include "cachet/error.h"
 #include "cachet/metavoice_gpt.h"
 #include "cachet/model.h"
@@ -71,6 +72,56 @@ void advance_to(LanguageModel& model, State& state, int64_t target, int chunk,
 }
 
 constexpr char kMetaVoicePreset[] = "metavoice-1b";
+
+// The work of `cachet tts` for `seconds` of audio, timed stage by stage: stage 1 prefills a
+// text-length prompt and takes two steps per EnCodec frame (the two interleaved codebooks, both
+// guidance rows at once), stage 2 (the released shapes, random weights) runs once over the
+// frames, and EnCodec (random weights) decodes the eight codebooks. Tokens are drawn at random
+// instead of sampled, which costs the same.
+void bench_tts_pipeline(MvStage1& stage1, double seconds, const std::vector<float>& spk,
+                        ThreadPool& pool) {
+  const MvStage1Args& a = stage1.args();
+  const auto codec = EncodecDecoder::random(EncodecConfig{});
+  const int64_t frames = static_cast<int64_t>(seconds * codec->config().frame_rate());
+  const int prompt = 32;
+  CACHET_CHECK(prompt + 2 * frames <= a.block_size, "bench: ", seconds,
+               " s of audio do not fit stage 1's context of ", a.block_size, " tokens");
+  const MvStage2Args a2;
+  MvStage2 stage2(random_mv_stage2_files(a2, 99), a2, &pool);
+  std::vector<float> logits;
+
+  auto t0 = Clock::now();
+  State state = stage1.new_state();
+  const auto text = random_tokens(prompt, a.vocab_size, 3);
+  stage1.forward(state, text, text, spk.data(), logits);
+  const auto toks = random_tokens(2 * frames, a.vocab_size, 5);
+  for (int64_t i = 0; i < 2 * frames; ++i) {
+    const std::span<const int32_t> t(&toks[static_cast<size_t>(i)], 1);
+    stage1.forward(state, t, t, spk.data(), logits);
+  }
+  const double s1 = seconds_since(t0);
+
+  std::vector<int32_t> in(static_cast<size_t>(a2.vocab_sizes.size() * frames));
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int32_t>(i * 7919 % 1024);
+  t0 = Clock::now();
+  stage2.forward(in, frames, stage2.has_speaker_projection() ? spk.data() : nullptr, logits);
+  const double s2 = seconds_since(t0);
+
+  std::vector<std::vector<int32_t>> codes(8, std::vector<int32_t>(static_cast<size_t>(frames)));
+  for (size_t q = 0; q < codes.size(); ++q)
+    for (int64_t t = 0; t < frames; ++t)
+      codes[q][static_cast<size_t>(t)] = static_cast<int32_t>((q * 131 + t * 17) % 1024);
+  t0 = Clock::now();
+  const auto wav = codec->decode_mono(codes, pool);
+  const double s3 = seconds_since(t0);
+
+  const double audio = static_cast<double>(wav.size()) / codec->config().sampling_rate;
+  const double total = s1 + s2 + s3;
+  std::printf(
+      "tts %.1f s of audio: %.2f s (stage 1 %.2f s, stage 2 %.2f s, EnCodec %.2f s), "
+      "%.2fx real time\n",
+      audio, total, s1, s2, s3, audio / total);
+}
 
 // Stage 1 of MetaVoice: the released shapes with random weights, or a METAVOICE_DIR.
 int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
@@ -130,6 +181,8 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
   std::printf("peak RSS: %.2f GiB\n", peak_rss_gib());
   std::printf("state: %.1f MiB after %lld positions\n", state.bytes() / (1024.0 * 1024.0),
               static_cast<long long>(state.position()));
+  std::fflush(stdout);
+  if (args.tts_seconds > 0) bench_tts_pipeline(*model, args.tts_seconds, spk, pool);
   return 0;
 }
 

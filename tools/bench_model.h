@@ -13,6 +13,7 @@ struct BenchModelArgs {
   int prompt = 0;           // prefill length; 0: 512 (MetaVoice: 16)
   int long_context = 4096;  // second decode measurement after this many tokens (0: skip)
   int decode_steps = 32;    // tokens decoded per measurement
+  double tts_seconds = 0;   // MetaVoice: also time the whole pipeline for this much audio
 };
 
 int bench_model(const BenchModelArgs& args);

@@ -190,6 +190,9 @@ const Register reg{Command{
           ->capture_default_str();
       sub->add_option("--decode-steps", margs->decode_steps, "Tokens decoded per measurement")
           ->capture_default_str();
+      sub->add_option("--tts-seconds", margs->tts_seconds,
+                      "MetaVoice: also time the whole text-to-speech pipeline for this much audio")
+          ->capture_default_str();
       int* threads = add_threads_option(sub);
 
       auto kargs = std::make_shared<KernelArgs>();
