@@ -62,6 +62,9 @@ struct MvStage1::Impl {
       : files(models::strip_orig_mod(std::move(f))), pool(p ? p : &default_pool()), a(args) {
     load();
     build_info();
+    for (const Layer& L : layers)
+      models::release_packed_sources(files, {&L.wqkv, &L.wo, &L.w1, &L.w3, &L.w2});
+    models::release_packed_sources(files, {&spk, &output});
   }
 
   int64_t qkv_dim() const { return (a.n_head + 2 * a.n_local_heads) * a.head_dim(); }

@@ -79,6 +79,11 @@ class RecurrentGemma final : public LanguageModel {
     cfg_ = RecurrentGemmaConfig::from_json(files_.config, files_.path);
     load_weights();
     build_info();
+    // The tied head's source is the embedding, which stays for the token lookups.
+    for (const Layer& L : layers_)
+      models::release_packed_sources(files_, {&L.gate, &L.up, &L.down, &L.lin_x, &L.lin_y,
+                                              &L.lin_out, &L.q, &L.k, &L.v, &L.o});
+    if (head_.source != embed_->data) models::release_packed_sources(files_, {&head_});
   }
 
   const ModelInfo& info() const override { return info_; }
@@ -527,9 +532,8 @@ class RecurrentGemma final : public LanguageModel {
     // items than threads. Every head is computed the same way whatever the chunking.
     const int64_t kvh = cfg_.num_key_value_heads;
     const int64_t nthreads = pool.size();
-    const int64_t cpg = N * kvh >= nthreads
-                            ? 1
-                            : std::min<int64_t>(group, (nthreads + N * kvh - 1) / (N * kvh));
+    const int64_t cpg =
+        N * kvh >= nthreads ? 1 : std::min<int64_t>(group, (nthreads + N * kvh - 1) / (N * kvh));
     const int64_t chunk = (group + cpg - 1) / cpg;
     auto attend = [&](int tid, int nt) {
       float* sc_base = s.scores + static_cast<int64_t>(tid) * H * (W + 1);

@@ -83,8 +83,20 @@ void pack_linear(Linear& l) {
   PackedMat p = pack_matrix(l.w, &default_pool());
   if (!p.buf) return;
   release_pages(l.w.data, l.w.row_stride * static_cast<size_t>(l.w.rows));
+  l.source = l.w.data;
   l.w = p.view;
   l.packed = std::move(p.buf);
+}
+
+void release_packed_sources(ModelFiles& files, std::initializer_list<const Linear*> layers) {
+  for (const Linear* l : layers) {
+    if (!l->source) continue;
+    for (auto it = files.tensors.begin(); it != files.tensors.end(); ++it)
+      if (it->second.data == l->source) {
+        files.tensors.erase(it);
+        break;
+      }
+  }
 }
 
 Linear need_linear(const ModelFiles& files, const std::string& prefix, int64_t out, int64_t in,

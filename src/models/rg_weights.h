@@ -2,6 +2,7 @@
 // tensors to f32, linear layers over weights used in place.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ void row_to_f32(DType type, const void* src, float* dst, int64_t n);
 struct Linear {
   MatView w;
   std::shared_ptr<void> packed;  // owns w's bytes when they were rearranged (pack_linear)
+  const void* source = nullptr;  // then: where the weights were read from
   std::vector<float> bias;       // empty: no bias
   int64_t in() const { return w.cols; }
   int64_t out() const { return w.rows; }
@@ -35,6 +37,10 @@ struct Linear {
 // Rearranges l.w for this CPU's kernels when that pays (cachet::pack_matrix); the source
 // bytes are then released from memory where they are a file mapping.
 void pack_linear(Linear& l);
+
+// Once a model is built: drops from `files` the tensors that these layers rearranged, so
+// that weights built in memory are not held twice (the model no longer reads them).
+void release_packed_sources(ModelFiles& files, std::initializer_list<const Linear*> layers);
 
 // A [out, in] linear layer `prefix`.weight (+ `prefix`.bias when has_bias).
 Linear need_linear(const ModelFiles& files, const std::string& prefix, int64_t out, int64_t in,
