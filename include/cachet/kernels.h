@@ -19,8 +19,11 @@ struct Tensor;
 // How the bytes of a MatView are arranged.
 enum class MatLayout : uint8_t {
   Rows,     // row r at data + r * row_stride
-  Q4K_X16,  // Q4_K, rows in groups of 16 interleaved for the AVX-512 kernel (see pack_matrix);
-            // the rows past the last whole group follow in row layout at their usual offset
+  // Rows in groups of 16 whose blocks are interleaved for the AVX-512 kernels (see
+  // pack_matrix); the rows past the last whole group follow in row layout at their usual
+  // offset. One layout per weight type:
+  Q4K_X16,   // Q4_K
+  Q8_0_X16,  // Q8_0
 };
 
 struct MatView {
@@ -48,10 +51,10 @@ void matmul_isa(Isa isa, const MatView& w, const float* x, int64_t n, float* y, 
 // ---- weights rearranged for this CPU's kernels -------------------------------------------
 //
 // A model's matrices can be rearranged once at load so that the matvec kernels of the active
-// instruction set decode many rows with one instruction: Q4_K on AVX-512 is stored as groups
-// of 16 rows whose blocks are interleaved (MatLayout::Q4K_X16: per group and 256-column
-// block, 2304 bytes, the same as the 16 blocks it replaces). Same bytes, same values: the
-// matrix dequantizes exactly as before, and matvec/matmul accept either layout.
+// instruction set decode many rows with one instruction: Q4_K and Q8_0 on AVX-512 are stored
+// as groups of 16 rows whose blocks are interleaved (MatLayout::Q4K_X16, Q8_0_X16: each chunk
+// of a group holds the 16 rows' blocks at one column position, in as many bytes). Nothing is
+// lost: the matrix dequantizes exactly as before, and matvec/matmul accept either layout.
 
 struct PackedMat {
   std::shared_ptr<void> buf;  // owns the rearranged bytes (empty: view is the input as given)

@@ -17,9 +17,9 @@
 namespace cachet::matmul_internal {
 namespace {
 
-constexpr int kPanel = 16;          // weight rows per panel
-constexpr int kNb = 6;              // activation rows per micro-tile
-constexpr int64_t kKc = 256;        // contraction block (16 KiB panels); multiple of 256
+constexpr int kPanel = 16;    // weight rows per panel
+constexpr int kNb = 6;        // activation rows per micro-tile
+constexpr int64_t kKc = 256;  // contraction block (16 KiB panels); multiple of 256
 
 struct Scratch {
   std::vector<float> wf;   // f32 panel [kc][16]

@@ -225,6 +225,11 @@ void to_f32_fast(DType t, const uint8_t* row, int64_t k0, int64_t n, float* out)
 
 // ---- packing ----------------------------------------------------------------------------
 
+// Bytes of the row-layout blocks of one row over a contraction block, for the packed layouts
+// (Q8_0 is the larger: 34 bytes per 32 columns).
+constexpr size_t kUnpackBytes = kKcBf16 / 32 * sizeof(block_q8_0);
+static_assert(kUnpackBytes >= kKcBf16 / 256 * sizeof(block_q4_K));
+
 // wp[k][rr] = W[r0 + rr, k0 + k] as f32, zero for rows past the end.
 void pack_f32(const MatView& w, int64_t r0, int64_t k0, int64_t kc, float* wp, float* tmp) {
   const int64_t nr = std::min<int64_t>(kPanel, w.rows - r0);
@@ -233,8 +238,9 @@ void pack_f32(const MatView& w, int64_t r0, int64_t k0, int64_t kc, float* wp, f
     if (w.type == DType::F32) {
       src = reinterpret_cast<const float*>(w.row(r0 + rr)) + k0;
     } else if (w.layout != MatLayout::Rows) {
-      alignas(64) uint8_t blk[kKcBf16 / 256 * sizeof(block_q4_K)];
-      unpack_row_blocks(w, r0 + rr, k0 / 256, kc / 256, blk);
+      const int64_t be = dtype_info(w.type).block_elems;
+      alignas(64) uint8_t blk[kUnpackBytes];
+      unpack_row_blocks(w, r0 + rr, k0 / be, kc / be, blk);
       to_f32(w.type, blk, 0, kc, tmp);
       src = tmp;
     } else {
@@ -261,9 +267,10 @@ void pack_bf16(const MatView& w, int64_t r0, int64_t k0, int64_t kc, uint32_t* w
     return;
   }
   for (int64_t rr = 0; rr < nr; ++rr) {
-    if (w.layout != MatLayout::Rows) {  // Q4K_X16: this row's blocks back in row layout
-      alignas(64) uint8_t blk[kKcBf16 / 256 * sizeof(block_q4_K)];
-      unpack_row_blocks(w, r0 + rr, k0 / 256, kc / 256, blk);
+    if (w.layout != MatLayout::Rows) {  // X16: this row's blocks back in row layout
+      const int64_t be = dtype_info(w.type).block_elems;
+      alignas(64) uint8_t blk[kUnpackBytes];
+      unpack_row_blocks(w, r0 + rr, k0 / be, kc / be, blk);
       to_f32_fast(w.type, blk, 0, kc, tmp);
     } else {
       to_f32_fast(w.type, w.row(r0 + rr), k0, kc, tmp);

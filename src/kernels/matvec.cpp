@@ -171,12 +171,12 @@ void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, X
 
 }  // namespace
 
-// matvec_rows for a MatLayout::Q4K_X16 matrix: its groups of 16 rows by the AVX-512 group
-// kernel, the rows after the last group by the row kernel. Without AVX-512 (a lower ISA asked
-// for), the matrix is unpacked to the row layout for the call: slow, but the same values.
+// matvec_rows for an X16 layout (MatLayout::Q4K_X16, Q8_0_X16): its groups of 16 rows by the
+// AVX-512 group kernel, the rows after the last group by the row kernel. Without AVX-512 (a lower
+// ISA asked for), the matrix is unpacked to the row layout for the call: slow, but the same values.
 static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n_rows, float* y,
                             ThreadPool& pool) {
-  const int64_t nb = w.cols / 256;
+  const int64_t nb = w.cols / dtype_info(w.type).block_elems;
   if (isa != Isa::Avx512) {
     auto buf = aligned_buffer(w.row_stride * static_cast<size_t>(w.rows));
     auto* p = static_cast<uint8_t*>(buf.get());
@@ -187,13 +187,15 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
     return matvec_rows(isa, u, x, n_rows, y, pool);
   }
   thread_local XScratch xs;
-  prepare_x(kern::XKind::Q8_K, x, n_rows, w.cols, xs);
+  const bool q4k = w.layout == MatLayout::Q4K_X16;
+  prepare_x(q4k ? kern::XKind::Q8_K : kern::XKind::Q8_32, x, n_rows, w.cols, xs);
+  const auto groups = q4k ? kern::q4k_x16_rows_avx512 : kern::q8_0_x16_rows_avx512;
   const kern::XPrep* preps = xs.preps.data();
   const kern::Kernel k = kern::avx512_kernel(w.type);
   const int64_t packed = w.rows / 16 * 16;  // split_rows cuts at multiples of kRowGrain (16)
   split_rows(w, pool, [&](int64_t b, int64_t e) {
     const int64_t pe = std::min(e, packed);
-    if (b < pe) kern::q4k_x16_rows_avx512(w, preps, static_cast<int>(n_rows), y, w.rows, b, pe);
+    if (b < pe) groups(w, preps, static_cast<int>(n_rows), y, w.rows, b, pe);
     const int64_t t0 = std::max(b, pe);
     if (t0 >= e) return;
     if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);
@@ -207,7 +209,7 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
 void matvec_rows(Isa isa, const MatView& w, const float* x, int64_t n_rows, float* y,
                  ThreadPool& pool) {
   if (isa > best_isa()) isa = best_isa();
-  if (w.layout == MatLayout::Q4K_X16) return matvec_rows_x16(isa, w, x, n_rows, y, pool);
+  if (w.layout != MatLayout::Rows) return matvec_rows_x16(isa, w, x, n_rows, y, pool);
   kern::Kernel k;
   if (isa == Isa::Avx512)
     k = kern::avx512_kernel(w.type);

@@ -350,6 +350,50 @@ struct KQ4K_X16 {
   }
 };
 
+// ---- Q8_0, 16 interleaved rows (MatLayout::Q8_0_X16, repack.cpp) -----------------------------
+//
+// Each lane is one row; the weights are stored plus 128 (unsigned), so vpdpbusd takes four
+// columns of 16 rows against four broadcast activation bytes, and 128 * (sum of the
+// activation block) is taken off once per block.
+
+struct KQ8_0_X16 {
+  template <int NX>
+  static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
+    __m512 acc[NX];
+    for (int j = 0; j < NX; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* c = group + b * kQ8X16Chunk;
+      for (int l = 0; l < kQ8X16Chunk; l += 64)  // four chunks ahead, as for Q4K_X16
+        _mm_prefetch(reinterpret_cast<const char*>(c + 4 * kQ8X16Chunk + l), _MM_HINT_T0);
+      __m512i w[8];
+      for (int q = 0; q < 8; ++q) w[q] = loadu512(c + 32 + 64 * q);
+      const __m512 d = _mm512_cvtph_ps(loadu256(c));
+      for (int j = 0; j < NX; ++j) {
+        const XPrep& x = xs[j];
+        const int32_t* xq = reinterpret_cast<const int32_t*>(x.qs + 32 * b);
+        __m512i d0 = _mm512_set1_epi32(-128 * x.isum[b]), d1 = _mm512_setzero_si512();
+        for (int q = 0; q < 8; q += 2) {
+          d0 = _mm512_dpbusd_epi32(d0, w[q], _mm512_set1_epi32(xq[q]));
+          d1 = _mm512_dpbusd_epi32(d1, w[q + 1], _mm512_set1_epi32(xq[q + 1]));
+        }
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)),
+                                 _mm512_mul_ps(d, _mm512_set1_ps(x.d[b])), acc[j]);
+      }
+    }
+    for (int j = 0; j < NX; ++j) _mm512_storeu_ps(out + j * ldo, acc[j]);
+  }
+};
+
+template <typename K, int NX>
+void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
+                   int64_t r1) {
+  const int64_t nb = w.cols / dtype_info(w.type).block_elems;
+  const size_t group_bytes = w.row_stride * kX16Rows;
+  for (int64_t r = r0; r < r1; r += kX16Rows)
+    K::template run<NX>(static_cast<const uint8_t*>(w.data) + (r / kX16Rows) * group_bytes, xs, nb,
+                        y + r, ldy);
+}
+
 template <int NX>
 void x16_groups(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0, int64_t r1) {
   const int64_t nb = w.cols / 256;
@@ -388,6 +432,20 @@ Kernel kernel_nx(XKind xk) {
 }
 
 }  // namespace
+
+void q8_0_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
+                          int64_t r0, int64_t r1) {
+  switch (nx) {
+    case 1:
+      return x16_groups_of<KQ8_0_X16, 1>(w, xs, y, ldy, r0, r1);
+    case 2:
+      return x16_groups_of<KQ8_0_X16, 2>(w, xs, y, ldy, r0, r1);
+    case 3:
+      return x16_groups_of<KQ8_0_X16, 3>(w, xs, y, ldy, r0, r1);
+    default:
+      return x16_groups_of<KQ8_0_X16, 4>(w, xs, y, ldy, r0, r1);
+  }
+}
 
 void q4k_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
                          int64_t r0, int64_t r1) {

@@ -12,6 +12,13 @@
 //                i = 0..3, the weights of row r at columns 32s + 4q + i (low nibble) and
 //                32s + 16 + 4q + i (high nibble)
 //
+// Q8_0_X16: the 16 Q8_0 blocks of 16 rows at one 32-column position become one 544-byte
+// chunk:
+//
+//   [0, 32)      d of rows 0..15 (f16, as stored)
+//   [32, 544)    for q (0..7), 64 bytes; bytes 4r..4r+3 are the weights of row r at columns
+//                4q..4q+3, plus 128 (stored as unsigned bytes: w ^ 0x80)
+//
 // sc and m are the 6-bit sub-block scales and mins of the Q4_K block. Nothing is lost or
 // rounded: unpacking gives back the original blocks byte for byte. The layout lets a 512-bit
 // integer dot product (vpdpbusd) take four columns of 16 rows against four broadcast
@@ -123,9 +130,37 @@ void q4k_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
     }
 }
 
+void q8_0_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  for (int r = 0; r < kX16Rows; ++r) {
+    const auto& b = *reinterpret_cast<const block_q8_0*>(rows[r]);
+    std::memcpy(out + 2 * r, &b.d, 2);
+    for (int q = 0; q < 8; ++q) {
+      const uint32_t v = load32(reinterpret_cast<const uint8_t*>(b.qs) + 4 * q);
+      store32(out + 32 + 64 * q + 4 * r, v ^ 0x80808080u);
+    }
+  }
+}
+
+void q8_0_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  auto& b = *reinterpret_cast<block_q8_0*>(dst);
+  std::memcpy(&b.d, chunk + 2 * r, 2);
+  for (int q = 0; q < 8; ++q)
+    store32(reinterpret_cast<uint8_t*>(b.qs) + 4 * q,
+            load32(chunk + 32 + 64 * q + 4 * r) ^ 0x80808080u);
+}
+
 }  // namespace kern
 
 namespace {
+
+// Chunk bytes and columns of an X16 layout.
+struct X16Geometry {
+  int64_t chunk_bytes, chunk_cols;
+};
+X16Geometry geometry(MatLayout l) {
+  return l == MatLayout::Q4K_X16 ? X16Geometry{kern::kX16Chunk, 256}
+                                 : X16Geometry{kern::kQ8X16Chunk, 32};
+}
 
 bool repack_enabled() {
   static const bool on = [] {
@@ -140,27 +175,31 @@ bool repack_enabled() {
 MatLayout preferred_layout(const MatView& w) {
   if (w.layout != MatLayout::Rows || !repack_enabled() || active_isa() < Isa::Avx512)
     return w.layout;
-  if (w.type == DType::Q4_K && w.rows >= kern::kX16Rows && w.cols % 256 == 0 &&
-      w.row_stride == row_bytes(w.type, w.cols))
-    return MatLayout::Q4K_X16;
+  if (w.rows < kern::kX16Rows || w.row_stride != row_bytes(w.type, w.cols)) return MatLayout::Rows;
+  if (w.type == DType::Q4_K) return MatLayout::Q4K_X16;
+  if (w.type == DType::Q8_0) return MatLayout::Q8_0_X16;
   return MatLayout::Rows;
 }
 
 PackedMat pack_matrix(const MatView& w, ThreadPool* pool) {
   PackedMat p{nullptr, w};
-  if (preferred_layout(w) != MatLayout::Q4K_X16 || w.layout == MatLayout::Q4K_X16) return p;
+  const MatLayout layout = preferred_layout(w);
+  if (w.layout != MatLayout::Rows || layout == MatLayout::Rows) return p;
+  const X16Geometry geo = geometry(layout);
+  const size_t src_block = row_bytes(w.type, geo.chunk_cols);
+  const auto pack = layout == MatLayout::Q4K_X16 ? kern::q4k_x16_pack : kern::q8_0_x16_pack;
   const size_t bytes = w.row_stride * static_cast<size_t>(w.rows);
   p.buf = aligned_buffer(bytes);
   auto* dst = static_cast<uint8_t*>(p.buf.get());
-  const int64_t groups = w.rows / kern::kX16Rows, nb = w.cols / 256;
+  const int64_t groups = w.rows / kern::kX16Rows, nb = w.cols / geo.chunk_cols;
   const size_t group_bytes = w.row_stride * kern::kX16Rows;
   auto pack_groups = [&](int64_t g0, int64_t g1) {
     for (int64_t g = g0; g < g1; ++g)
       for (int64_t i = 0; i < nb; ++i) {
         const uint8_t* rows[kern::kX16Rows];
         for (int r = 0; r < kern::kX16Rows; ++r)
-          rows[r] = w.row(g * kern::kX16Rows + r) + i * sizeof(block_q4_K);
-        kern::q4k_x16_pack(rows, dst + g * group_bytes + i * kern::kX16Chunk);
+          rows[r] = w.row(g * kern::kX16Rows + r) + i * src_block;
+        pack(rows, dst + g * group_bytes + i * geo.chunk_bytes);
       }
   };
   if (pool)
@@ -170,7 +209,7 @@ PackedMat pack_matrix(const MatView& w, ThreadPool* pool) {
   const size_t packed = group_bytes * static_cast<size_t>(groups);
   std::memcpy(dst + packed, w.row(groups * kern::kX16Rows), bytes - packed);  // the tail rows
   p.view.data = dst;
-  p.view.layout = MatLayout::Q4K_X16;
+  p.view.layout = layout;
   return p;
 }
 
@@ -184,9 +223,11 @@ void unpack_row_blocks(const MatView& w, int64_t r, int64_t b0, int64_t nb, uint
   }
   const int64_t g = r / kern::kX16Rows;
   const uint8_t* group = static_cast<const uint8_t*>(w.data) + g * kern::kX16Rows * w.row_stride;
+  const X16Geometry geo = geometry(w.layout);
+  const auto unpack =
+      w.layout == MatLayout::Q4K_X16 ? kern::q4k_x16_unpack_row : kern::q8_0_x16_unpack_row;
   for (int64_t i = 0; i < nb; ++i)
-    kern::q4k_x16_unpack_row(group + (b0 + i) * kern::kX16Chunk,
-                             static_cast<int>(r % kern::kX16Rows), dst + i * bb);
+    unpack(group + (b0 + i) * geo.chunk_bytes, static_cast<int>(r % kern::kX16Rows), dst + i * bb);
 }
 
 }  // namespace cachet

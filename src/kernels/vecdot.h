@@ -46,6 +46,10 @@ struct Kernel {
 void q4k_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
                          int64_t r0, int64_t r1);
 
+// The same for a MatLayout::Q8_0_X16 matrix and activations prepared as Q8_32.
+void q8_0_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
+                          int64_t r0, int64_t r1);
+
 Kernel avx2_kernel(DType t);
 Kernel avx512_kernel(DType t);
 

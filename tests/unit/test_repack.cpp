@@ -1,5 +1,6 @@
-// Weights rearranged for the kernels (pack_matrix, MatLayout::Q4K_X16): the bytes come back
-// exactly, and every product on the packed matrix matches the one on the rows as stored.
+// Weights rearranged for the kernels (pack_matrix, MatLayout::Q4K_X16 and Q8_0_X16): the bytes
+// come back exactly, and every product on the packed matrix matches the one on the rows as
+// stored.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,23 +18,25 @@ using namespace cachet;
 
 namespace {
 
-struct Q4KMat {
+const DType kPacked[] = {DType::Q4_K, DType::Q8_0};
+
+struct Mat {
   std::vector<uint8_t> bytes;
   MatView view;
 };
 
-// Random Q4_K matrix; heavy-tailed values so that scales and mins use all their 6 bits.
-Q4KMat make_q4k(int64_t rows, int64_t cols, uint32_t seed) {
+// Random matrix of type t; heavy-tailed values so that scales and mins use all their bits.
+Mat make_mat(DType t, int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
   std::vector<float> src(static_cast<size_t>(rows * cols));
   for (auto& v : src) v = nd(rng) * (u(rng) < 0.05f ? 10.0f : 1.0f) + (u(rng) < 0.5f ? 0.7f : 0);
-  Q4KMat m;
-  const size_t rb = row_bytes(DType::Q4_K, cols);
+  Mat m;
+  const size_t rb = row_bytes(t, cols);
   m.bytes.resize(rb * static_cast<size_t>(rows));
-  quantize_matrix(DType::Q4_K, src.data(), m.bytes.data(), rows, cols, nullptr);
-  m.view = MatView{DType::Q4_K, rows, cols, m.bytes.data(), rb};
+  quantize_matrix(t, src.data(), m.bytes.data(), rows, cols, nullptr);
+  m.view = MatView{t, rows, cols, m.bytes.data(), rb};
   return m;
 }
 
@@ -64,25 +67,29 @@ TEST(Repack, Q4KScalesEncodeIsTheInverseOfDecode) {
 
 TEST(Repack, UnpackGivesBackEveryBlockByteForByte) {
   if (!avx512()) GTEST_SKIP() << "no AVX-512: matrices stay in row layout";
-  for (int64_t rows : {16, 37, 64}) {
-    Q4KMat m = make_q4k(rows, 768, 5);
-    ThreadPool pool(2);
-    PackedMat p = pack_matrix(m.view, &pool);
-    ASSERT_EQ(p.view.layout, MatLayout::Q4K_X16);
-    ASSERT_NE(p.view.data, m.view.data);
-    EXPECT_NE(0, std::memcmp(p.view.data, m.view.data, m.bytes.size()));  // really rearranged
-    std::vector<uint8_t> row(m.view.row_stride);
-    for (int64_t r = 0; r < rows; ++r) {
-      unpack_row_blocks(p.view, r, 0, 3, row.data());
-      ASSERT_EQ(0, std::memcmp(row.data(), m.view.row(r), row.size())) << "row " << r;
-      unpack_row_blocks(p.view, r, 1, 2, row.data());
-      ASSERT_EQ(0, std::memcmp(row.data(), m.view.row(r) + 144, 288)) << "row " << r;
+  for (DType t : kPacked)
+    for (int64_t rows : {16, 37, 64}) {
+      SCOPED_TRACE(dtype_name(t));
+      Mat m = make_mat(t, rows, 768, 5);
+      ThreadPool pool(2);
+      PackedMat p = pack_matrix(m.view, &pool);
+      ASSERT_EQ(p.view.layout, t == DType::Q4_K ? MatLayout::Q4K_X16 : MatLayout::Q8_0_X16);
+      ASSERT_NE(p.view.data, m.view.data);
+      EXPECT_NE(0, std::memcmp(p.view.data, m.view.data, m.bytes.size()));  // really rearranged
+      std::vector<uint8_t> row(m.view.row_stride);
+      const int64_t nb = 768 / dtype_info(t).block_elems;
+      const size_t bb = m.view.row_stride / static_cast<size_t>(nb);
+      for (int64_t r = 0; r < rows; ++r) {
+        unpack_row_blocks(p.view, r, 0, nb, row.data());
+        ASSERT_EQ(0, std::memcmp(row.data(), m.view.row(r), row.size())) << "row " << r;
+        unpack_row_blocks(p.view, r, 1, 2, row.data());
+        ASSERT_EQ(0, std::memcmp(row.data(), m.view.row(r) + bb, 2 * bb)) << "row " << r;
+      }
     }
-  }
 }
 
 TEST(Repack, OnlyWhatPaysIsPacked) {
-  Q4KMat small = make_q4k(15, 256, 1);  // not one whole group of 16 rows
+  Mat small = make_mat(DType::Q4_K, 15, 256, 1);  // not one whole group of 16 rows
   EXPECT_EQ(preferred_layout(small.view), MatLayout::Rows);
   EXPECT_FALSE(pack_matrix(small.view).buf);
   std::vector<uint8_t> f(16 * 256 * 4);
@@ -93,22 +100,24 @@ TEST(Repack, OnlyWhatPaysIsPacked) {
 // order of accumulation differs, so the outputs agree to a few ulps of sum |w x|.
 TEST(Repack, PackedMatvecMatchesRowMatvec) {
   if (!avx512()) GTEST_SKIP() << "no AVX-512";
-  for (int threads : {1, 2}) {
-    ThreadPool pool(threads);
-    const int64_t rows = 100, cols = 1024;  // 6 groups and 4 rows in row layout
-    Q4KMat m = make_q4k(rows, cols, 9);
-    PackedMat p = pack_matrix(m.view, &pool);
-    const auto x = random_x(cols, 10);
-    std::vector<float> yr(rows), yp(rows), deq(static_cast<size_t>(cols));
-    matvec(m.view, x.data(), yr.data(), pool);
-    matvec(p.view, x.data(), yp.data(), pool);
-    for (int64_t r = 0; r < rows; ++r) {
-      dequantize_row(DType::Q4_K, m.view.row(r), deq.data(), cols);
-      double mag = 0;
-      for (int64_t c = 0; c < cols; ++c) mag += std::fabs(double(deq[c]) * x[c]);
-      EXPECT_NEAR(yp[r], yr[r], 2e-6 * mag) << "row " << r << ", " << threads << " threads";
+  for (DType t : kPacked)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(dtype_name(t));
+      ThreadPool pool(threads);
+      const int64_t rows = 100, cols = 1024;  // 6 groups and 4 rows in row layout
+      Mat m = make_mat(t, rows, cols, 9);
+      PackedMat p = pack_matrix(m.view, &pool);
+      const auto x = random_x(cols, 10);
+      std::vector<float> yr(rows), yp(rows), deq(static_cast<size_t>(cols));
+      matvec(m.view, x.data(), yr.data(), pool);
+      matvec(p.view, x.data(), yp.data(), pool);
+      for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(t, m.view.row(r), deq.data(), cols);
+        double mag = 0;
+        for (int64_t c = 0; c < cols; ++c) mag += std::fabs(double(deq[c]) * x[c]);
+        EXPECT_NEAR(yp[r], yr[r], 2e-6 * mag) << "row " << r << ", " << threads << " threads";
+      }
     }
-  }
 }
 
 // Several activation rows at once (batched decoding) give each row's matvec bit for bit, and
@@ -116,25 +125,28 @@ TEST(Repack, PackedMatvecMatchesRowMatvec) {
 TEST(Repack, PackedRowsBatchAndLowerIsaAreExact) {
   if (!avx512()) GTEST_SKIP() << "no AVX-512";
   ThreadPool pool(2);
-  const int64_t rows = 53, cols = 512;
-  Q4KMat m = make_q4k(rows, cols, 21);
-  PackedMat p = pack_matrix(m.view, &pool);
-  for (int64_t n = 1; n <= 4; ++n) {
-    const auto x = random_x(n * cols, 30 + static_cast<uint32_t>(n));
-    std::vector<float> y(static_cast<size_t>(n * rows)), y1(static_cast<size_t>(rows));
-    matmul(p.view, x.data(), n, y.data(), pool);
-    for (int64_t j = 0; j < n; ++j) {
-      matvec(p.view, x.data() + j * cols, y1.data(), pool);
-      for (int64_t r = 0; r < rows; ++r)
-        ASSERT_EQ(y[j * rows + r], y1[r]) << "n " << n << " activation row " << j << " row " << r;
+  for (DType t : kPacked) {
+    SCOPED_TRACE(dtype_name(t));
+    const int64_t rows = 53, cols = 512;
+    Mat m = make_mat(t, rows, cols, 21);
+    PackedMat p = pack_matrix(m.view, &pool);
+    for (int64_t n = 1; n <= 4; ++n) {
+      const auto x = random_x(n * cols, 30 + static_cast<uint32_t>(n));
+      std::vector<float> y(static_cast<size_t>(n * rows)), y1(static_cast<size_t>(rows));
+      matmul(p.view, x.data(), n, y.data(), pool);
+      for (int64_t j = 0; j < n; ++j) {
+        matvec(p.view, x.data() + j * cols, y1.data(), pool);
+        for (int64_t r = 0; r < rows; ++r)
+          ASSERT_EQ(y[j * rows + r], y1[r]) << "n " << n << " activation row " << j << " row " << r;
+      }
     }
-  }
-  const auto x = random_x(cols, 40);
-  for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
-    std::vector<float> yr(rows), yp(rows);
-    matvec_isa(isa, m.view, x.data(), yr.data(), pool);
-    matvec_isa(isa, p.view, x.data(), yp.data(), pool);
-    EXPECT_EQ(yr, yp) << isa_name(isa);
+    const auto x = random_x(cols, 40);
+    for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
+      std::vector<float> yr(rows), yp(rows);
+      matvec_isa(isa, m.view, x.data(), yr.data(), pool);
+      matvec_isa(isa, p.view, x.data(), yp.data(), pool);
+      EXPECT_EQ(yr, yp) << isa_name(isa);
+    }
   }
 }
 
@@ -142,14 +154,17 @@ TEST(Repack, PackedRowsBatchAndLowerIsaAreExact) {
 TEST(Repack, PackedMatmulEqualsRowMatmul) {
   if (!avx512()) GTEST_SKIP() << "no AVX-512";
   ThreadPool pool(2);
-  const int64_t rows = 70, cols = 768, n = 9;
-  Q4KMat m = make_q4k(rows, cols, 44);
-  PackedMat p = pack_matrix(m.view, &pool);
-  const auto x = random_x(n * cols, 45);
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
-    std::vector<float> yr(static_cast<size_t>(n * rows)), yp(yr.size());
-    matmul_isa(isa, m.view, x.data(), n, yr.data(), pool);
-    matmul_isa(isa, p.view, x.data(), n, yp.data(), pool);
-    EXPECT_EQ(yr, yp) << isa_name(isa);
+  for (DType t : kPacked) {
+    SCOPED_TRACE(dtype_name(t));
+    const int64_t rows = 70, cols = 768, n = 9;
+    Mat m = make_mat(t, rows, cols, 44);
+    PackedMat p = pack_matrix(m.view, &pool);
+    const auto x = random_x(n * cols, 45);
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      std::vector<float> yr(static_cast<size_t>(n * rows)), yp(yr.size());
+      matmul_isa(isa, m.view, x.data(), n, yr.data(), pool);
+      matmul_isa(isa, p.view, x.data(), n, yp.data(), pool);
+      EXPECT_EQ(yr, yp) << isa_name(isa);
+    }
   }
 }
