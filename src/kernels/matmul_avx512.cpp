@@ -228,7 +228,8 @@ void to_f32_fast(DType t, const uint8_t* row, int64_t k0, int64_t n, float* out)
 // Bytes of the row-layout blocks of one row over a contraction block, for the packed layouts
 // (Q8_0 is the larger: 34 bytes per 32 columns).
 constexpr size_t kUnpackBytes = kKcBf16 / 32 * sizeof(block_q8_0);
-static_assert(kUnpackBytes >= kKcBf16 / 256 * sizeof(block_q4_K));
+static_assert(kUnpackBytes >= kKcBf16 / 256 * sizeof(block_q4_K) &&
+              kUnpackBytes >= kKcBf16 / 256 * sizeof(block_q6_K));
 
 // wp[k][rr] = W[r0 + rr, k0 + k] as f32, zero for rows past the end.
 void pack_f32(const MatView& w, int64_t r0, int64_t k0, int64_t kc, float* wp, float* tmp) {

@@ -138,6 +138,7 @@ struct XScratch {
   std::vector<float> d, fsum;
   std::vector<int32_t> isum;
   std::vector<int16_t> bsums;
+  std::vector<uint16_t> bf;
   std::vector<kern::XPrep> preps;
 };
 
@@ -164,6 +165,15 @@ void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, X
       kern::quantize_x_q8_k_avx2(x + j * n, cols, qs + j * n, d + j * nb, bs + j * ns);
       s.preps[j] = {x + j * n, qs + j * n, d + j * nb, nullptr, nullptr, bs + j * ns};
     }
+  } else if (kind == kern::XKind::BF16x2) {
+    uint16_t* bf = scratch(s.bf, 2 * nx * n);
+    for (size_t j = 0; j < nx; ++j) {
+      uint16_t* hi = bf + 2 * j * n;
+      kern::split_x_bf16_avx512(x + j * n, cols, hi, hi + n);
+      s.preps[j].f32 = x + j * n;
+      s.preps[j].bf_hi = hi;
+      s.preps[j].bf_lo = hi + n;
+    }
   } else {
     for (size_t j = 0; j < nx; ++j) s.preps[j].f32 = x + j * n;
   }
@@ -187,9 +197,11 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
     return matvec_rows(isa, u, x, n_rows, y, pool);
   }
   thread_local XScratch xs;
-  const bool q4k = w.layout == MatLayout::Q4K_X16;
-  prepare_x(q4k ? kern::XKind::Q8_K : kern::XKind::Q8_32, x, n_rows, w.cols, xs);
-  const auto groups = q4k ? kern::q4k_x16_rows_avx512 : kern::q8_0_x16_rows_avx512;
+  const bool q8 = w.layout == MatLayout::Q8_0_X16;
+  prepare_x(q8 ? kern::XKind::Q8_32 : kern::XKind::Q8_K, x, n_rows, w.cols, xs);
+  const auto groups = q8                               ? kern::q8_0_x16_rows_avx512
+                      : w.layout == MatLayout::Q4K_X16 ? kern::q4k_x16_rows_avx512
+                                                       : kern::q6k_x16_rows_avx512;
   const kern::XPrep* preps = xs.preps.data();
   const kern::Kernel k = kern::avx512_kernel(w.type);
   const int64_t packed = w.rows / 16 * 16;  // split_rows cuts at multiples of kRowGrain (16)

@@ -82,6 +82,64 @@ struct KFloat512 {
   }
 };
 
+// ---- BF16: vdpbf16ps on pairs, with x split in two bf16 parts --------------------------------
+//
+// x = hi + lo, hi = bf16(x) and lo = bf16(x - hi), is within 2^-17 |x| of x; the products of
+// bf16 values are exact in f32, so sum w (hi + lo) costs two vdpbf16ps per 32 weights where
+// widening the weights to f32 cost six instructions. Columns past the last 32 use x as is.
+
+void split_bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
+    const __m512 hf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + i), h);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + i),
+                        (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, hf)));
+  }
+  for (; i < n; ++i) {  // the same rounding, one value at a time
+    const __m512 v = _mm512_set1_ps(x[i]);
+    const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
+    const __m512 hf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    hi[i] = static_cast<uint16_t>(_mm256_extract_epi16(h, 0));
+    lo[i] = static_cast<uint16_t>(
+        _mm256_extract_epi16((__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, hf)), 0));
+  }
+}
+
+struct KBF16_512 {
+  template <int NR, int NX>
+  static void run(const uint8_t* const* rp, const XPrep* xs, int64_t n, float* out, int64_t ldo) {
+    __m512 acc[NR][NX][2];
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < NX; ++j) acc[r][j][0] = acc[r][j][1] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+      __m512bh xh[NX], xl[NX];
+      for (int j = 0; j < NX; ++j) {
+        xh[j] = (__m512bh)loadu512(xs[j].bf_hi + i);
+        xl[j] = (__m512bh)loadu512(xs[j].bf_lo + i);
+      }
+      for (int r = 0; r < NR; ++r) {
+        prefetch_ahead(rp[r] + 2 * i, 64);
+        const __m512bh w = (__m512bh)loadu512(rp[r] + 2 * i);
+        for (int j = 0; j < NX; ++j) {
+          acc[r][j][0] = _mm512_dpbf16_ps(acc[r][j][0], w, xh[j]);
+          acc[r][j][1] = _mm512_dpbf16_ps(acc[r][j][1], w, xl[j]);
+        }
+      }
+    }
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < NX; ++j) {
+        const float* xf = xs[j].f32;
+        float s = hsum16(_mm512_add_ps(acc[r][j][0], acc[r][j][1]));
+        for (int64_t c = i; c < n; ++c) s += LoadBF16::one(rp[r] + c * 2) * xf[c];
+        out[j * ldo + r] = s;
+      }
+  }
+};
+
 // ---- Q8_0: two blocks per 512-bit vector ---------------------------------------------------
 
 struct KQ8_0_512 {
@@ -384,6 +442,57 @@ struct KQ8_0_X16 {
   }
 };
 
+// ---- Q6_K, 16 interleaved rows (MatLayout::Q6K_X16, repack.cpp) ------------------------------
+//
+// Per 16-column sub-block, three vectors hold the 6-bit weights of columns 0-11 in bits 0-5
+// and those of columns 12-15 in their bits 6-7; vpdpbusd takes four columns of 16 rows at a
+// time. The -32 offset enters as -32 * (sum of the activation sub-block), the start of each
+// sub-block's sum; sums times the int8 scale over 16 sub-blocks stay inside int32 (at most
+// 16 * 128 * 16 * (63 + 32) * 128).
+
+struct KQ6K_X16 {
+  template <int NX>
+  static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
+    const __m512i m6 = _mm512_set1_epi8(0x3F), m03 = _mm512_set1_epi8(0x03);
+    const __m512i m0f = _mm512_set1_epi8(0x0F);
+    __m512 acc[NX];
+    for (int j = 0; j < NX; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const uint8_t* c = group + i * kQ6X16Chunk;
+      for (int l = 0; l < kQ6X16Chunk; l += 64)  // the chunk after next, as for Q4K_X16
+        _mm_prefetch(reinterpret_cast<const char*>(c + 2 * kQ6X16Chunk + l), _MM_HINT_T0);
+      __m512i iacc[NX];
+      for (int j = 0; j < NX; ++j) iacc[j] = _mm512_setzero_si512();
+      for (int t = 0; t < 16; ++t) {
+        const uint8_t* wp = c + 288 + 192 * t;
+        const __m512i a = loadu512(wp), b = loadu512(wp + 64), e = loadu512(wp + 128);
+        __m512i w[4];
+        w[0] = _mm512_and_si512(a, m6);
+        w[1] = _mm512_and_si512(b, m6);
+        w[2] = _mm512_and_si512(e, m6);
+        // bits 6-7 of a, b, e are bits 0-1, 2-3, 4-5 of the fourth column group
+        const __m512i u = _mm512_ternarylogic_epi32(
+            _mm512_srli_epi16(a, 6), _mm512_srli_epi16(b, 4), m03, 0xE4);  // (A & C) | (B & ~C)
+        w[3] =
+            _mm512_and_si512(_mm512_ternarylogic_epi32(u, _mm512_srli_epi16(e, 2), m0f, 0xE4), m6);
+        const __m512i sc = _mm512_cvtepi8_epi32(loadu128(c + 32 + 16 * t));
+        for (int j = 0; j < NX; ++j) {
+          const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 16 * t);
+          __m512i dot = _mm512_set1_epi32(-32 * xs[j].bsums[16 * i + t]);
+          for (int q = 0; q < 4; ++q)
+            dot = _mm512_dpbusd_epi32(dot, w[q], _mm512_set1_epi32(xq[q]));
+          iacc[j] = _mm512_add_epi32(iacc[j], _mm512_mullo_epi32(dot, sc));
+        }
+      }
+      const __m512 d = _mm512_cvtph_ps(loadu256(c));
+      for (int j = 0; j < NX; ++j)
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[j]),
+                                 _mm512_mul_ps(d, _mm512_set1_ps(xs[j].d[i])), acc[j]);
+    }
+    for (int j = 0; j < NX; ++j) _mm512_storeu_ps(out + j * ldo, acc[j]);
+  }
+};
+
 template <typename K, int NX>
 void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
                    int64_t r1) {
@@ -433,6 +542,10 @@ Kernel kernel_nx(XKind xk) {
 
 }  // namespace
 
+void split_x_bf16_avx512(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
+  split_bf16(x, n, hi, lo);
+}
+
 void q8_0_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
                           int64_t r0, int64_t r1) {
   switch (nx) {
@@ -444,6 +557,20 @@ void q8_0_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, i
       return x16_groups_of<KQ8_0_X16, 3>(w, xs, y, ldy, r0, r1);
     default:
       return x16_groups_of<KQ8_0_X16, 4>(w, xs, y, ldy, r0, r1);
+  }
+}
+
+void q6k_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
+                         int64_t r0, int64_t r1) {
+  switch (nx) {
+    case 1:
+      return x16_groups_of<KQ6K_X16, 1>(w, xs, y, ldy, r0, r1);
+    case 2:
+      return x16_groups_of<KQ6K_X16, 2>(w, xs, y, ldy, r0, r1);
+    case 3:
+      return x16_groups_of<KQ6K_X16, 3>(w, xs, y, ldy, r0, r1);
+    default:
+      return x16_groups_of<KQ6K_X16, 4>(w, xs, y, ldy, r0, r1);
   }
 }
 
@@ -468,7 +595,7 @@ Kernel avx512_kernel(DType t) {
     case DType::F16:
       return kernel_nx<KFloat512<L512F16, LoadF16>, 4, 2>(XKind::F32);
     case DType::BF16:
-      return kernel_nx<KFloat512<L512BF16, LoadBF16>, 4, 2>(XKind::F32);
+      return kernel_nx<KBF16_512, 4, 2>(XKind::BF16x2);
     case DType::Q8_0:
       return kernel_nx<KQ8_0_512, 4, 2>(XKind::Q8_32);
     case DType::Q4_K:

@@ -19,6 +19,15 @@
 //   [32, 544)    for q (0..7), 64 bytes; bytes 4r..4r+3 are the weights of row r at columns
 //                4q..4q+3, plus 128 (stored as unsigned bytes: w ^ 0x80)
 //
+// Q6K_X16: the 16 Q6_K blocks of 16 rows at one 256-column position become one 3360-byte
+// chunk. With v the 6-bit unsigned weight (the value is d * scale * (v - 32)):
+//
+//   [0, 32)      d of rows 0..15 (f16, as stored)
+//   [32, 288)    for 16-column sub-block t (0..15), 16 bytes: the int8 scale of each row
+//   [288, 3360)  for sub-block t, three 64-byte vectors W0, W1, W2; bytes 4r..4r+3 of Wq hold,
+//                for i = 0..3, v of row r at column 16t + 4q + i in bits 0-5, and bits
+//                2q..2q+1 of v at column 16t + 12 + i in bits 6-7
+//
 // sc and m are the 6-bit sub-block scales and mins of the Q4_K block. Nothing is lost or
 // rounded: unpacking gives back the original blocks byte for byte. The layout lets a 512-bit
 // integer dot product (vpdpbusd) take four columns of 16 rows against four broadcast
@@ -149,6 +158,61 @@ void q8_0_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
             load32(chunk + 32 + 64 * q + 4 * r) ^ 0x80808080u);
 }
 
+namespace {
+
+// The 6-bit weight of a Q6_K block at column e, and setting it (ggml's bit layout).
+inline int q6_get(const block_q6_K& b, int e) {
+  const int n = e / 128, l = e % 32, part = (e % 128) / 32;
+  const uint8_t ql = b.ql[64 * n + l + (part & 1) * 32];
+  const int lo = part < 2 ? (ql & 0xF) : (ql >> 4);
+  return lo | (((b.qh[32 * n + l] >> (2 * part)) & 3) << 4);
+}
+inline void q6_set(block_q6_K& b, int e, int v) {
+  const int n = e / 128, l = e % 32, part = (e % 128) / 32;
+  uint8_t& ql = b.ql[64 * n + l + (part & 1) * 32];
+  ql = part < 2 ? static_cast<uint8_t>((ql & 0xF0) | (v & 0xF))
+                : static_cast<uint8_t>((ql & 0x0F) | ((v & 0xF) << 4));
+  uint8_t& qh = b.qh[32 * n + l];
+  qh = static_cast<uint8_t>((qh & ~(3 << (2 * part))) | (((v >> 4) & 3) << (2 * part)));
+}
+
+}  // namespace
+
+void q6k_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  for (int r = 0; r < kX16Rows; ++r) {
+    const auto& b = *reinterpret_cast<const block_q6_K*>(rows[r]);
+    std::memcpy(out + 2 * r, &b.d, 2);
+    for (int t = 0; t < 16; ++t) {
+      out[32 + 16 * t + r] = static_cast<uint8_t>(b.scales[t]);
+      uint8_t* w = out + 288 + 192 * t + 4 * r;
+      for (int i = 0; i < 4; ++i) {
+        const int v3 = q6_get(b, 16 * t + 12 + i);
+        for (int q = 0; q < 3; ++q)
+          w[64 * q + i] =
+              static_cast<uint8_t>(q6_get(b, 16 * t + 4 * q + i) | (((v3 >> (2 * q)) & 3) << 6));
+      }
+    }
+  }
+}
+
+void q6k_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  auto& b = *reinterpret_cast<block_q6_K*>(dst);
+  std::memset(&b, 0, sizeof(b));
+  std::memcpy(&b.d, chunk + 2 * r, 2);
+  for (int t = 0; t < 16; ++t) {
+    b.scales[t] = static_cast<int8_t>(chunk[32 + 16 * t + r]);
+    const uint8_t* w = chunk + 288 + 192 * t + 4 * r;
+    for (int i = 0; i < 4; ++i) {
+      int v3 = 0;
+      for (int q = 0; q < 3; ++q) {
+        q6_set(b, 16 * t + 4 * q + i, w[64 * q + i] & 63);
+        v3 |= (w[64 * q + i] >> 6) << (2 * q);
+      }
+      q6_set(b, 16 * t + 12 + i, v3);
+    }
+  }
+}
+
 }  // namespace kern
 
 namespace {
@@ -158,8 +222,26 @@ struct X16Geometry {
   int64_t chunk_bytes, chunk_cols;
 };
 X16Geometry geometry(MatLayout l) {
-  return l == MatLayout::Q4K_X16 ? X16Geometry{kern::kX16Chunk, 256}
-                                 : X16Geometry{kern::kQ8X16Chunk, 32};
+  switch (l) {
+    case MatLayout::Q4K_X16:
+      return {kern::kX16Chunk, 256};
+    case MatLayout::Q6K_X16:
+      return {kern::kQ6X16Chunk, 256};
+    default:
+      return {kern::kQ8X16Chunk, 32};
+  }
+}
+using PackFn = void (*)(const uint8_t* const*, uint8_t*);
+using UnpackFn = void (*)(const uint8_t*, int, uint8_t*);
+PackFn pack_fn(MatLayout l) {
+  return l == MatLayout::Q4K_X16   ? kern::q4k_x16_pack
+         : l == MatLayout::Q6K_X16 ? kern::q6k_x16_pack
+                                   : kern::q8_0_x16_pack;
+}
+UnpackFn unpack_fn(MatLayout l) {
+  return l == MatLayout::Q4K_X16   ? kern::q4k_x16_unpack_row
+         : l == MatLayout::Q6K_X16 ? kern::q6k_x16_unpack_row
+                                   : kern::q8_0_x16_unpack_row;
 }
 
 bool repack_enabled() {
@@ -178,6 +260,7 @@ MatLayout preferred_layout(const MatView& w) {
   if (w.rows < kern::kX16Rows || w.row_stride != row_bytes(w.type, w.cols)) return MatLayout::Rows;
   if (w.type == DType::Q4_K) return MatLayout::Q4K_X16;
   if (w.type == DType::Q8_0) return MatLayout::Q8_0_X16;
+  if (w.type == DType::Q6_K) return MatLayout::Q6K_X16;
   return MatLayout::Rows;
 }
 
@@ -187,7 +270,7 @@ PackedMat pack_matrix(const MatView& w, ThreadPool* pool) {
   if (w.layout != MatLayout::Rows || layout == MatLayout::Rows) return p;
   const X16Geometry geo = geometry(layout);
   const size_t src_block = row_bytes(w.type, geo.chunk_cols);
-  const auto pack = layout == MatLayout::Q4K_X16 ? kern::q4k_x16_pack : kern::q8_0_x16_pack;
+  const PackFn pack = pack_fn(layout);
   const size_t bytes = w.row_stride * static_cast<size_t>(w.rows);
   p.buf = aligned_buffer(bytes);
   auto* dst = static_cast<uint8_t*>(p.buf.get());
@@ -224,8 +307,7 @@ void unpack_row_blocks(const MatView& w, int64_t r, int64_t b0, int64_t nb, uint
   const int64_t g = r / kern::kX16Rows;
   const uint8_t* group = static_cast<const uint8_t*>(w.data) + g * kern::kX16Rows * w.row_stride;
   const X16Geometry geo = geometry(w.layout);
-  const auto unpack =
-      w.layout == MatLayout::Q4K_X16 ? kern::q4k_x16_unpack_row : kern::q8_0_x16_unpack_row;
+  const UnpackFn unpack = unpack_fn(w.layout);
   for (int64_t i = 0; i < nb; ++i)
     unpack(group + (b0 + i) * geo.chunk_bytes, static_cast<int>(r % kern::kX16Rows), dst + i * bb);
 }

@@ -11,19 +11,22 @@ namespace cachet::kern {
 
 // How a kernel wants the activation x.
 enum class XKind {
-  F32,    // x as given
-  Q8_32,  // blocks of 32: int8 values, f32 scale, sum of the int8 values
-  Q8_K,   // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
+  F32,     // x as given
+  Q8_32,   // blocks of 32: int8 values, f32 scale, sum of the int8 values
+  Q8_K,    // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
+  BF16x2,  // x as given, and x = hi + lo with hi, lo in bf16 (for vdpbf16ps)
 };
 
 // The prepared activation. Q8 values use a symmetric scale d = max|x| / 127 per block.
 struct XPrep {
-  const float* f32 = nullptr;      // n values
-  const int8_t* qs = nullptr;      // n values (Q8_32, Q8_K)
-  const float* d = nullptr;        // one per block
-  const int32_t* isum = nullptr;   // Q8_32: sum of the block's qs
-  const float* fsum = nullptr;     // Q8_32: d * isum
-  const int16_t* bsums = nullptr;  // Q8_K: n / 16 sums of 16 consecutive qs
+  const float* f32 = nullptr;       // n values
+  const int8_t* qs = nullptr;       // n values (Q8_32, Q8_K)
+  const float* d = nullptr;         // one per block
+  const int32_t* isum = nullptr;    // Q8_32: sum of the block's qs
+  const float* fsum = nullptr;      // Q8_32: d * isum
+  const int16_t* bsums = nullptr;   // Q8_K: n / 16 sums of 16 consecutive qs
+  const uint16_t* bf_hi = nullptr;  // BF16x2: bf16(x), rounded to nearest even
+  const uint16_t* bf_lo = nullptr;  // BF16x2: bf16(x - hi)
 };
 
 // Computes y[r] for r in [r0, r1).
@@ -49,6 +52,13 @@ void q4k_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, in
 // The same for a MatLayout::Q8_0_X16 matrix and activations prepared as Q8_32.
 void q8_0_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
                           int64_t r0, int64_t r1);
+
+// The same for a MatLayout::Q6K_X16 matrix and activations prepared as Q8_K.
+void q6k_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
+                         int64_t r0, int64_t r1);
+
+// x = hi + lo in bf16 (the split of XKind::BF16x2). AVX-512 code.
+void split_x_bf16_avx512(const float* x, int64_t n, uint16_t* hi, uint16_t* lo);
 
 Kernel avx2_kernel(DType t);
 Kernel avx512_kernel(DType t);

@@ -72,8 +72,9 @@ int64_t x_block(DType t) {
 }
 
 // Bound on |y_simd - y_ref| for row r. Quantizing x in blocks with scale max|x|/127 and
-// rounding to nearest moves each x_c by at most max_block|x| / 254; f32 accumulation adds at
-// most about (cols / 8 + 16) ulps of sum |w x| (8-lane partial sums, then a reduction).
+// rounding to nearest moves each x_c by at most max_block|x| / 254 (BF16: see below); f32
+// accumulation adds at most about (cols / 8 + 16) ulps of sum |w x| (8-lane partial sums, then a
+// reduction).
 double bound(DType t, const Mat& m, const std::vector<float>& x, int64_t r) {
   const int64_t cols = m.view.cols, qb = x_block(t);
   double quant = 0, mag = 0;
@@ -87,6 +88,8 @@ double bound(DType t, const Mat& m, const std::vector<float>& x, int64_t r) {
       if (qb) quant += w * amax / 254.0;
     }
   }
+  // BF16 on AVX-512 splits x into two bf16 parts, within 2^-17 |x| of x.
+  if (t == DType::BF16) quant += std::ldexp(mag, -17);
   return quant * 1.001 + (double(cols) / 8 + 16) * FLT_EPSILON * (mag + quant) + 1e-30;
 }
 

@@ -18,7 +18,7 @@ using namespace cachet;
 
 namespace {
 
-const DType kPacked[] = {DType::Q4_K, DType::Q8_0};
+const DType kPacked[] = {DType::Q4_K, DType::Q8_0, DType::Q6_K};
 
 struct Mat {
   std::vector<uint8_t> bytes;
@@ -73,7 +73,9 @@ TEST(Repack, UnpackGivesBackEveryBlockByteForByte) {
       Mat m = make_mat(t, rows, 768, 5);
       ThreadPool pool(2);
       PackedMat p = pack_matrix(m.view, &pool);
-      ASSERT_EQ(p.view.layout, t == DType::Q4_K ? MatLayout::Q4K_X16 : MatLayout::Q8_0_X16);
+      ASSERT_EQ(p.view.layout, t == DType::Q4_K   ? MatLayout::Q4K_X16
+                               : t == DType::Q8_0 ? MatLayout::Q8_0_X16
+                                                  : MatLayout::Q6K_X16);
       ASSERT_NE(p.view.data, m.view.data);
       EXPECT_NE(0, std::memcmp(p.view.data, m.view.data, m.bytes.size()));  // really rearranged
       std::vector<uint8_t> row(m.view.row_stride);
