@@ -18,7 +18,7 @@ struct Tensor;
 // A weight matrix W[rows, cols] stored row by row; the product contracts over cols.
 // How the bytes of a MatView are arranged.
 enum class MatLayout : uint8_t {
-  Rows,     // row r at data + r * row_stride
+  Rows,  // row r at data + r * row_stride
   // Rows in groups of 16 whose blocks are interleaved for the AVX-512 kernels (see
   // pack_matrix); the rows past the last whole group follow in row layout at their usual
   // offset. One layout per weight type:

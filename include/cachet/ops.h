@@ -14,15 +14,21 @@ void softmax(float* x, int64_t n);
 void gelu(const float* x, float* y, int64_t n);       // exact: 0.5 x (1 + erf(x / sqrt 2))
 void gelu_tanh(const float* x, float* y, int64_t n);  // tanh approximation
 void silu(const float* x, float* y, int64_t n);
-void softplus(const float* x, float* y, int64_t n);   // log(1 + e^x), stable; x > 20 gives x
+void softplus(const float* x, float* y, int64_t n);  // log(1 + e^x), stable; x > 20 gives x
 void sigmoid(const float* x, float* y, int64_t n);
-void exp(const float* x, float* y, int64_t n);        // e^x; 0 below about -104, inf above 88.7
+void exp(const float* x, float* y, int64_t n);  // e^x; 0 below about -104, inf above 88.7
 void add(const float* a, const float* b, float* y, int64_t n);
 void mul(const float* a, const float* b, float* y, int64_t n);
 void scale(const float* x, float s, float* y, int64_t n);
 float dot(const float* a, const float* b, int64_t n);
 // y += a * x
 void axpy(float a, const float* x, float* y, int64_t n);
+// Attention over cached rows `stride` floats apart: out[j] = scale * dot(q, k + j * stride, n)
+// for j < count, and y += w[j] * (v + j * stride) for j = 0, 1, ... in order. The same values
+// as the loops of dot and axpy, with the rows fetched ahead.
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float scale,
+              float* out);
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y);
 
 // Rotary embedding of one head vector, in place, on its first rot_dim dims.
 // neox (half-split) pairs (j, j + rot_dim/2); interleaved pairs (2j, 2j+1).
@@ -51,6 +57,9 @@ void mul(const float* a, const float* b, float* y, int64_t n);
 void scale(const float* x, float s, float* y, int64_t n);
 float dot(const float* a, const float* b, int64_t n);
 void axpy(float a, const float* x, float* y, int64_t n);
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float scale,
+              float* out);
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y);
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta);
 void rope_interleaved(float* x, int64_t rot_dim, int64_t pos, float theta);
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,

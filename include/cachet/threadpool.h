@@ -56,5 +56,8 @@ class ThreadPool {
 // from set_default_threads (or all hardware threads).
 ThreadPool& default_pool();
 void set_default_threads(int n);
+// A pool of one thread (the caller's): kernels called with it run on the calling thread only,
+// for work that is already split over a pool at a coarser grain.
+ThreadPool& serial_pool();
 
 }  // namespace cachet

@@ -146,6 +146,11 @@ ThreadPool& default_pool() {
   return *g_pool;
 }
 
+ThreadPool& serial_pool() {
+  static ThreadPool pool(1);  // no worker threads: every job runs on the caller
+  return pool;
+}
+
 void set_default_threads(int n) {
   std::lock_guard<std::mutex> lock(g_pool_mu);
   if (g_pool &&

@@ -58,6 +58,13 @@ float dot(const float* a, const float* b, int64_t n) {
 void axpy(float a, const float* x, float* y, int64_t n) {
   CACHET_OPS_DISPATCH(axpy, a, x, y, n)
 }
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float scale,
+              float* out) {
+  CACHET_OPS_DISPATCH(dot_rows, q, k, stride, count, n, scale, out)
+}
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y) {
+  CACHET_OPS_DISPATCH(axpy_rows, w, v, stride, count, n, y)
+}
 
 // Rotary embeddings are small and must match the reference bit for bit: one implementation.
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta) {

@@ -113,6 +113,15 @@ void axpy(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float scale,
+              float* out) {
+  for (int64_t j = 0; j < count; ++j) out[j] = dot(q, k + j * stride, n) * scale;
+}
+
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y) {
+  for (int64_t j = 0; j < count; ++j) axpy(w[j], v + j * stride, y, n);
+}
+
 namespace {
 
 // inv_freq[j] = 1 / theta^((2j) / rot_dim), each step rounded to f32.

@@ -257,6 +257,40 @@ struct VecOps {
     map2(x, y, y, n, [&](F xv, F yv) { return V::fmadd(av, xv, yv); });
   }
 
+  // Attention over a cache of rows `stride` floats apart: each row is a short run, a whole
+  // cache row from the next, which the hardware prefetcher does not follow, so the rows
+  // kRowsAhead on are asked for. Both give exactly what the loops of dot / axpy give.
+  static constexpr int64_t kRowsAhead = 8;
+  static void prefetch_run(const float* p, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i);
+  }
+  static void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
+                       float scale, float* out) {
+    for (int64_t j = 0; j < count; ++j) {
+      if (j + kRowsAhead < count) prefetch_run(k + (j + kRowsAhead) * stride, n);
+      out[j] = dot(q, k + j * stride, n) * scale;
+    }
+  }
+  // y += w[j] * v[j * stride] for j = 0, 1, ... in order; y is kept in registers, 8 vectors
+  // at a time.
+  static void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n,
+                        float* y) {
+    int64_t c = 0;
+    for (; c + 8 * W <= n; c += 8 * W) {
+      F acc[8];
+      for (int u = 0; u < 8; ++u) acc[u] = V::load(y + c + u * W);
+      for (int64_t j = 0; j < count; ++j) {
+        if (j + kRowsAhead < count) prefetch_run(v + (j + kRowsAhead) * stride + c, 8 * W);
+        const F wv = V::set1(w[j]);
+        const float* vr = v + j * stride + c;
+        for (int u = 0; u < 8; ++u) acc[u] = V::fmadd(wv, V::load(vr + u * W), acc[u]);
+      }
+      for (int u = 0; u < 8; ++u) V::store(y + c + u * W, acc[u]);
+    }
+    if (c < n)
+      for (int64_t j = 0; j < count; ++j) axpy(w[j], v + j * stride + c, y + c, n - c);
+  }
+
   // K at most kMaxTaps (callers check).
   static constexpr int64_t kMaxTaps = 16;
   static void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b,

@@ -44,6 +44,13 @@ float dot(const float* a, const float* b, int64_t n) {
 void axpy(float a, const float* x, float* y, int64_t n) {
   K::axpy(a, x, y, n);
 }
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float scale,
+              float* out) {
+  K::dot_rows(q, k, stride, count, n, scale, out);
+}
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y) {
+  K::axpy_rows(w, v, stride, count, n, y);
+}
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,
                       int64_t T, int64_t C, int64_t K_) {
   if (K_ > K::kMaxTaps) return ref::conv1d_depthwise(hist, x, w, b, y, T, C, K_);

@@ -32,12 +32,6 @@ constexpr int64_t kMaxTokens = 128;  // tokens per row and pass: bounds scratch 
 
 using models::Linear;
 
-constexpr int64_t kAhead = 8;  // cache positions prefetched ahead in attention
-
-inline void prefetch_floats(const float* p, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i);
-}
-
 struct MvStage1::Impl {
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
@@ -234,19 +228,12 @@ struct MvStage1::Impl {
           const int64_t r = item / H, h = item % H;
           const int64_t b = r / n, p = pos0 + r % n, kh = h / group;
           const float* q = qkv + r * qkv_dim() + h * hd;
-          // Each key and value is a short run (hd floats) a whole cache row apart from the
-          // next: ask for the rows kAhead positions on, which the hardware does not guess.
-          for (int64_t j = 0; j <= p; ++j) {
-            if (j + kAhead <= p) prefetch_floats(st.k(l, j + kAhead, b) + kh * hd, hd);
-            sc[j] = ops::dot(q, st.k(l, j, b) + kh * hd, hd) * scale;
-          }
+          const int64_t stride = st.pos_stride();
+          ops::dot_rows(q, st.k(l, 0, b) + kh * hd, stride, p + 1, hd, scale, sc);
           ops::softmax(sc, p + 1);
           float* o = att + r * qd + h * hd;
           std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
-          for (int64_t j = 0; j <= p; ++j) {
-            if (j + kAhead <= p) prefetch_floats(st.v(l, j + kAhead, b) + kh * hd, hd);
-            ops::axpy(sc[j], st.v(l, j, b) + kh * hd, o, hd);
-          }
+          ops::axpy_rows(sc, st.v(l, 0, b) + kh * hd, stride, p + 1, hd, o);
         }
       };
       tp.run(std::ref(attend));

@@ -296,12 +296,11 @@ struct MvStage2::Impl {
           const int64_t t = item / H, h = item % H;
           const int64_t nk = st ? pos0 + t + 1 : T;
           const float* q = qkv + t * 3 * d + h * hd;
-          for (int64_t j = 0; j < nk; ++j)
-            sc[j] = ops::dot(q, kbase + j * kstride + h * hd, hd) * scale;
+          ops::dot_rows(q, kbase + h * hd, kstride, nk, hd, scale, sc);
           ops::softmax(sc, nk);
           float* o = att + t * d + h * hd;
           std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
-          for (int64_t j = 0; j < nk; ++j) ops::axpy(sc[j], vbase + j * kstride + h * hd, o, hd);
+          ops::axpy_rows(sc, vbase + h * hd, kstride, nk, hd, o);
         }
       };
       tp.run(std::ref(attend));

@@ -464,11 +464,12 @@ class RecurrentGemma final : public LanguageModel {
         const float* ch = c + r * R + h * bw;
         float* ox = gx + r * R + h * bw;
         float* oa = ga + r * R + h * bw;
-        for (int64_t o = 0; o < bw; ++o) {
-          ox[o] =
-              ops::dot(L.in_gate_t.data() + (h * bw + o) * bw, ch, bw) + L.in_gate_b[h * bw + o];
-          oa[o] = ops::dot(L.a_gate_t.data() + (h * bw + o) * bw, ch, bw) + L.a_gate_b[h * bw + o];
-        }
+        // Head h's [bw, bw] blocks as matrices, on this thread (the items are the split).
+        const size_t blk = static_cast<size_t>(h * bw * bw), rb = static_cast<size_t>(bw) * 4;
+        matvec(MatView{DType::F32, bw, bw, L.in_gate_t.data() + blk, rb}, ch, ox, serial_pool());
+        matvec(MatView{DType::F32, bw, bw, L.a_gate_t.data() + blk, rb}, ch, oa, serial_pool());
+        ops::add(ox, L.in_gate_b.data() + h * bw, ox, bw);
+        ops::add(oa, L.a_gate_b.data() + h * bw, oa, bw);
         ops::sigmoid(ox, ox, bw);
         ops::sigmoid(oa, oa, bw);
       }

@@ -473,3 +473,34 @@ TEST(OpsIsa, SetIsaRestores) {
 }
 
 }  // namespace
+
+// Attention over a strided cache: dot_rows and axpy_rows give exactly what the loops of dot
+// and axpy give on each path (so models may use either), and stay close to the reference.
+TEST(OpsBlas, DotRowsAndAxpyRowsEqualTheirLoops) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    const std::string tag(cachet::isa_name(isa));
+    for (int64_t n : {1, 17, 64, 128, 200, 256}) {
+      const int64_t count = 37, stride = n + 23;
+      const auto q = random_vec(n, -2.0f, 2.0f, 7 + static_cast<uint32_t>(n));
+      const auto cache = random_vec(count * stride, -2.0f, 2.0f, 8 + static_cast<uint32_t>(n));
+      const auto w = random_vec(count, 0.0f, 1.0f, 9);
+      std::vector<float> got(count), want(count), ref(count);
+      cachet::ops::dot_rows(q.data(), cache.data(), stride, count, n, 0.25f, got.data());
+      cachet::ops::ref::dot_rows(q.data(), cache.data(), stride, count, n, 0.25f, ref.data());
+      for (int64_t j = 0; j < count; ++j) {
+        want[j] = cachet::ops::dot(q.data(), cache.data() + j * stride, n) * 0.25f;
+        EXPECT_NEAR(got[j], ref[j], 1e-5 * n) << tag << " dot_rows n=" << n << " j=" << j;
+      }
+      EXPECT_EQ(got, want) << tag << " dot_rows n=" << n;
+
+      std::vector<float> y1(q), y2(q), yr(q);
+      cachet::ops::axpy_rows(w.data(), cache.data(), stride, count, n, y1.data());
+      cachet::ops::ref::axpy_rows(w.data(), cache.data(), stride, count, n, yr.data());
+      for (int64_t j = 0; j < count; ++j)
+        cachet::ops::axpy(w[j], cache.data() + j * stride, y2.data(), n);
+      EXPECT_EQ(y1, y2) << tag << " axpy_rows n=" << n;
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y1[i], yr[i], 1e-4) << tag << " axpy_rows";
+    }
+  }
+}
