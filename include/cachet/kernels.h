@@ -25,6 +25,7 @@ enum class MatLayout : uint8_t {
   Q4K_X16,   // Q4_K
   Q8_0_X16,  // Q8_0
   Q6K_X16,   // Q6_K
+  BF16_X16,  // BF16
 };
 
 struct MatView {
@@ -52,7 +53,7 @@ void matmul_isa(Isa isa, const MatView& w, const float* x, int64_t n, float* y, 
 // ---- weights rearranged for this CPU's kernels -------------------------------------------
 //
 // A model's matrices can be rearranged once at load so that the matvec kernels of the active
-// instruction set decode many rows with one instruction: Q4_K, Q6_K and Q8_0 on AVX-512 are
+// instruction set decode many rows with one instruction: Q4_K, Q6_K, Q8_0 and BF16 on AVX-512 are
 // stored as groups of 16 rows whose blocks are interleaved (the X16 layouts: each chunk
 // of a group holds the 16 rows' blocks at one column position, in as many bytes). Nothing is
 // lost: the matrix dequantizes exactly as before, and matvec/matmul accept either layout.

@@ -258,6 +258,29 @@ void pack_f32(const MatView& w, int64_t r0, int64_t k0, int64_t kc, float* wp, f
 void pack_bf16(const MatView& w, int64_t r0, int64_t k0, int64_t kc, uint32_t* wp, float* tmp) {
   const int64_t nr = std::min<int64_t>(kPanel, w.rows - r0);
   alignas(64) uint32_t pairs[16];
+  if (w.layout == MatLayout::BF16_X16) {  // already pairs of 16 rows, as the panel holds them
+    const int64_t packed = w.rows / 16 * 16;
+    for (int64_t half = 0; half < 2; ++half) {
+      const int64_t g0 = r0 + 16 * half;
+      if (g0 >= w.rows) {
+        for (int64_t p = 0; p < kc / 2; ++p) std::memset(wp + p * kPanel + 16 * half, 0, 64);
+      } else if (g0 < packed) {
+        const uint8_t* group = static_cast<const uint8_t*>(w.data) + g0 * w.row_stride;
+        for (int64_t p = 0; p < kc / 2; ++p)  // pair p of the block: chunk (k0 + 2p) / 32
+          std::memcpy(wp + p * kPanel + 16 * half,
+                      group + ((k0 + 2 * p) / 32) * 1024 + ((k0 / 2 + p) % 16) * 64, 64);
+      } else {  // rows after the last group, in row layout
+        for (int64_t rr = g0; rr < std::min(g0 + 16, w.rows); ++rr) {
+          const uint8_t* src = w.row(rr) + 2 * k0;
+          for (int64_t p = 0; p < kc / 2; ++p)
+            std::memcpy(wp + p * kPanel + (rr - r0), src + 4 * p, 4);
+        }
+        for (int64_t rr = w.rows; rr < g0 + 16; ++rr)
+          for (int64_t p = 0; p < kc / 2; ++p) wp[p * kPanel + (rr - r0)] = 0;
+      }
+    }
+    return;
+  }
   if (w.type == DType::BF16) {  // already bf16: a pair is two adjacent values
     for (int64_t rr = 0; rr < nr; ++rr) {
       const uint8_t* src = w.row(r0 + rr) + 2 * k0;

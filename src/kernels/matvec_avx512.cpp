@@ -415,6 +415,7 @@ struct KQ4K_X16 {
 // activation block) is taken off once per block.
 
 struct KQ8_0_X16 {
+  static constexpr int64_t kChunkCols = 32;
   template <int NX>
   static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
     __m512 acc[NX];
@@ -451,6 +452,7 @@ struct KQ8_0_X16 {
 // 16 * 128 * 16 * (63 + 32) * 128).
 
 struct KQ6K_X16 {
+  static constexpr int64_t kChunkCols = 256;
   template <int NX>
   static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
     const __m512i m6 = _mm512_set1_epi8(0x3F), m03 = _mm512_set1_epi8(0x03);
@@ -493,10 +495,46 @@ struct KQ6K_X16 {
   }
 };
 
+// ---- BF16, 16 interleaved rows (MatLayout::BF16_X16, repack.cpp) -----------------------------
+//
+// Each lane is one row's pair of columns: vdpbf16ps against the activation pair broadcast from
+// memory, for the two bf16 parts of x (see KBF16_512).
+
+struct KBF16_X16 {
+  static constexpr int64_t kChunkCols = 32;
+  template <int NX>
+  static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
+    // A chain of vdpbf16ps waits for each result: A accumulators per part of x hide that.
+    constexpr int A = NX == 1 ? 4 : 2;
+    __m512 ah[A][NX], al[A][NX];
+    for (int a = 0; a < A; ++a)
+      for (int j = 0; j < NX; ++j) ah[a][j] = al[a][j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* c = group + b * kBf16X16Chunk;
+      for (int l = 0; l < kBf16X16Chunk; l += 64)  // two chunks ahead, as for Q4K_X16
+        _mm_prefetch(reinterpret_cast<const char*>(c + 2 * kBf16X16Chunk + l), _MM_HINT_T0);
+      for (int k = 0; k < 16; ++k) {
+        const __m512bh w = (__m512bh)loadu512(c + 64 * k);
+        for (int j = 0; j < NX; ++j) {
+          const __m512i h = _mm512_broadcastd_epi32(_mm_loadu_si32(xs[j].bf_hi + 32 * b + 2 * k));
+          const __m512i l = _mm512_broadcastd_epi32(_mm_loadu_si32(xs[j].bf_lo + 32 * b + 2 * k));
+          ah[k % A][j] = _mm512_dpbf16_ps(ah[k % A][j], w, (__m512bh)h);
+          al[k % A][j] = _mm512_dpbf16_ps(al[k % A][j], w, (__m512bh)l);
+        }
+      }
+    }
+    for (int j = 0; j < NX; ++j) {
+      __m512 s = _mm512_add_ps(ah[0][j], al[0][j]);
+      for (int a = 1; a < A; ++a) s = _mm512_add_ps(s, _mm512_add_ps(ah[a][j], al[a][j]));
+      _mm512_storeu_ps(out + j * ldo, s);
+    }
+  }
+};
+
 template <typename K, int NX>
 void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
                    int64_t r1) {
-  const int64_t nb = w.cols / dtype_info(w.type).block_elems;
+  const int64_t nb = w.cols / K::kChunkCols;
   const size_t group_bytes = w.row_stride * kX16Rows;
   for (int64_t r = r0; r < r1; r += kX16Rows)
     K::template run<NX>(static_cast<const uint8_t*>(w.data) + (r / kX16Rows) * group_bytes, xs, nb,
@@ -557,6 +595,20 @@ void q8_0_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, i
       return x16_groups_of<KQ8_0_X16, 3>(w, xs, y, ldy, r0, r1);
     default:
       return x16_groups_of<KQ8_0_X16, 4>(w, xs, y, ldy, r0, r1);
+  }
+}
+
+void bf16_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
+                          int64_t r0, int64_t r1) {
+  switch (nx) {
+    case 1:
+      return x16_groups_of<KBF16_X16, 1>(w, xs, y, ldy, r0, r1);
+    case 2:
+      return x16_groups_of<KBF16_X16, 2>(w, xs, y, ldy, r0, r1);
+    case 3:
+      return x16_groups_of<KBF16_X16, 3>(w, xs, y, ldy, r0, r1);
+    default:
+      return x16_groups_of<KBF16_X16, 4>(w, xs, y, ldy, r0, r1);
   }
 }
 

@@ -28,6 +28,10 @@
 //                for i = 0..3, v of row r at column 16t + 4q + i in bits 0-5, and bits
 //                2q..2q+1 of v at column 16t + 12 + i in bits 6-7
 //
+// BF16_X16: 16 rows x 32 columns become one 1024-byte chunk: for the column pair k (0..15),
+// 64 bytes; bytes 4r..4r+3 are row r's values at columns 2k and 2k + 1 (the operand layout of
+// vdpbf16ps, and of the bf16 panels of matmul).
+//
 // sc and m are the 6-bit sub-block scales and mins of the Q4_K block. Nothing is lost or
 // rounded: unpacking gives back the original blocks byte for byte. The layout lets a 512-bit
 // integer dot product (vpdpbusd) take four columns of 16 rows against four broadcast
@@ -160,57 +164,76 @@ void q8_0_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
 
 namespace {
 
-// The 6-bit weight of a Q6_K block at column e, and setting it (ggml's bit layout).
-inline int q6_get(const block_q6_K& b, int e) {
-  const int n = e / 128, l = e % 32, part = (e % 128) / 32;
-  const uint8_t ql = b.ql[64 * n + l + (part & 1) * 32];
-  const int lo = part < 2 ? (ql & 0xF) : (ql >> 4);
-  return lo | (((b.qh[32 * n + l] >> (2 * part)) & 3) << 4);
+// The 6-bit weights v[0..255] of a Q6_K block, and the block's ql, qh from them (ggml's bit
+// layout: for n = 0, 1 and l < 32, ql[64n + l] holds columns 128n + l (low nibble) and
+// 128n + 64 + l (high), ql[64n + 32 + l] columns 128n + 32 + l and 128n + 96 + l, and
+// qh[32n + l] the top two bits of the four, in that order).
+void q6_values(const block_q6_K& b, uint8_t* v) {
+  for (int n = 0; n < 2; ++n)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t a = b.ql[64 * n + l], c = b.ql[64 * n + 32 + l], h = b.qh[32 * n + l];
+      uint8_t* o = v + 128 * n + l;
+      o[0] = static_cast<uint8_t>((a & 0xF) | ((h & 3) << 4));
+      o[32] = static_cast<uint8_t>((c & 0xF) | (((h >> 2) & 3) << 4));
+      o[64] = static_cast<uint8_t>((a >> 4) | (((h >> 4) & 3) << 4));
+      o[96] = static_cast<uint8_t>((c >> 4) | (((h >> 6) & 3) << 4));
+    }
 }
-inline void q6_set(block_q6_K& b, int e, int v) {
-  const int n = e / 128, l = e % 32, part = (e % 128) / 32;
-  uint8_t& ql = b.ql[64 * n + l + (part & 1) * 32];
-  ql = part < 2 ? static_cast<uint8_t>((ql & 0xF0) | (v & 0xF))
-                : static_cast<uint8_t>((ql & 0x0F) | ((v & 0xF) << 4));
-  uint8_t& qh = b.qh[32 * n + l];
-  qh = static_cast<uint8_t>((qh & ~(3 << (2 * part))) | (((v >> 4) & 3) << (2 * part)));
+void q6_from_values(const uint8_t* v, block_q6_K& b) {
+  for (int n = 0; n < 2; ++n)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t* o = v + 128 * n + l;
+      b.ql[64 * n + l] = static_cast<uint8_t>((o[0] & 0xF) | ((o[64] & 0xF) << 4));
+      b.ql[64 * n + 32 + l] = static_cast<uint8_t>((o[32] & 0xF) | ((o[96] & 0xF) << 4));
+      b.qh[32 * n + l] = static_cast<uint8_t>((o[0] >> 4) | ((o[32] >> 4) << 2) |
+                                              ((o[64] >> 4) << 4) | ((o[96] >> 4) << 6));
+    }
 }
 
 }  // namespace
 
 void q6k_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  uint8_t v[256];
   for (int r = 0; r < kX16Rows; ++r) {
     const auto& b = *reinterpret_cast<const block_q6_K*>(rows[r]);
     std::memcpy(out + 2 * r, &b.d, 2);
+    q6_values(b, v);
     for (int t = 0; t < 16; ++t) {
       out[32 + 16 * t + r] = static_cast<uint8_t>(b.scales[t]);
       uint8_t* w = out + 288 + 192 * t + 4 * r;
-      for (int i = 0; i < 4; ++i) {
-        const int v3 = q6_get(b, 16 * t + 12 + i);
-        for (int q = 0; q < 3; ++q)
+      const uint8_t* vt = v + 16 * t;
+      for (int q = 0; q < 3; ++q)
+        for (int i = 0; i < 4; ++i)
           w[64 * q + i] =
-              static_cast<uint8_t>(q6_get(b, 16 * t + 4 * q + i) | (((v3 >> (2 * q)) & 3) << 6));
-      }
+              static_cast<uint8_t>(vt[4 * q + i] | (((vt[12 + i] >> (2 * q)) & 3) << 6));
     }
   }
 }
 
 void q6k_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
   auto& b = *reinterpret_cast<block_q6_K*>(dst);
-  std::memset(&b, 0, sizeof(b));
   std::memcpy(&b.d, chunk + 2 * r, 2);
+  uint8_t v[256];
   for (int t = 0; t < 16; ++t) {
     b.scales[t] = static_cast<int8_t>(chunk[32 + 16 * t + r]);
     const uint8_t* w = chunk + 288 + 192 * t + 4 * r;
-    for (int i = 0; i < 4; ++i) {
-      int v3 = 0;
-      for (int q = 0; q < 3; ++q) {
-        q6_set(b, 16 * t + 4 * q + i, w[64 * q + i] & 63);
-        v3 |= (w[64 * q + i] >> 6) << (2 * q);
-      }
-      q6_set(b, 16 * t + 12 + i, v3);
-    }
+    uint8_t* vt = v + 16 * t;
+    for (int q = 0; q < 3; ++q)
+      for (int i = 0; i < 4; ++i) vt[4 * q + i] = w[64 * q + i] & 63;
+    for (int i = 0; i < 4; ++i)
+      vt[12 + i] =
+          static_cast<uint8_t>((w[i] >> 6) | ((w[64 + i] >> 6) << 2) | ((w[128 + i] >> 6) << 4));
   }
+  q6_from_values(v, b);
+}
+
+void bf16_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  for (int r = 0; r < kX16Rows; ++r)
+    for (int k = 0; k < 16; ++k) std::memcpy(out + 64 * k + 4 * r, rows[r] + 4 * k, 4);
+}
+
+void bf16_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  for (int k = 0; k < 16; ++k) std::memcpy(dst + 4 * k, chunk + 64 * k + 4 * r, 4);
 }
 
 }  // namespace kern
@@ -227,6 +250,8 @@ X16Geometry geometry(MatLayout l) {
       return {kern::kX16Chunk, 256};
     case MatLayout::Q6K_X16:
       return {kern::kQ6X16Chunk, 256};
+    case MatLayout::BF16_X16:
+      return {kern::kBf16X16Chunk, 32};
     default:
       return {kern::kQ8X16Chunk, 32};
   }
@@ -234,14 +259,28 @@ X16Geometry geometry(MatLayout l) {
 using PackFn = void (*)(const uint8_t* const*, uint8_t*);
 using UnpackFn = void (*)(const uint8_t*, int, uint8_t*);
 PackFn pack_fn(MatLayout l) {
-  return l == MatLayout::Q4K_X16   ? kern::q4k_x16_pack
-         : l == MatLayout::Q6K_X16 ? kern::q6k_x16_pack
-                                   : kern::q8_0_x16_pack;
+  switch (l) {
+    case MatLayout::Q4K_X16:
+      return kern::q4k_x16_pack;
+    case MatLayout::Q6K_X16:
+      return kern::q6k_x16_pack;
+    case MatLayout::BF16_X16:
+      return kern::bf16_x16_pack;
+    default:
+      return kern::q8_0_x16_pack;
+  }
 }
 UnpackFn unpack_fn(MatLayout l) {
-  return l == MatLayout::Q4K_X16   ? kern::q4k_x16_unpack_row
-         : l == MatLayout::Q6K_X16 ? kern::q6k_x16_unpack_row
-                                   : kern::q8_0_x16_unpack_row;
+  switch (l) {
+    case MatLayout::Q4K_X16:
+      return kern::q4k_x16_unpack_row;
+    case MatLayout::Q6K_X16:
+      return kern::q6k_x16_unpack_row;
+    case MatLayout::BF16_X16:
+      return kern::bf16_x16_unpack_row;
+    default:
+      return kern::q8_0_x16_unpack_row;
+  }
 }
 
 bool repack_enabled() {
@@ -261,6 +300,7 @@ MatLayout preferred_layout(const MatView& w) {
   if (w.type == DType::Q4_K) return MatLayout::Q4K_X16;
   if (w.type == DType::Q8_0) return MatLayout::Q8_0_X16;
   if (w.type == DType::Q6_K) return MatLayout::Q6K_X16;
+  if (w.type == DType::BF16 && w.cols % 32 == 0) return MatLayout::BF16_X16;
   return MatLayout::Rows;
 }
 
@@ -308,8 +348,12 @@ void unpack_row_blocks(const MatView& w, int64_t r, int64_t b0, int64_t nb, uint
   const uint8_t* group = static_cast<const uint8_t*>(w.data) + g * kern::kX16Rows * w.row_stride;
   const X16Geometry geo = geometry(w.layout);
   const UnpackFn unpack = unpack_fn(w.layout);
-  for (int64_t i = 0; i < nb; ++i)
-    unpack(group + (b0 + i) * geo.chunk_bytes, static_cast<int>(r % kern::kX16Rows), dst + i * bb);
+  const int64_t per_chunk = geo.chunk_cols / dtype_info(w.type).block_elems;  // blocks
+  CACHET_CHECK(b0 % per_chunk == 0 && nb % per_chunk == 0, "unpack_row_blocks: blocks [", b0, ", ",
+               b0 + nb, ") are not whole ", geo.chunk_cols, "-column chunks");
+  for (int64_t i = 0; i < nb / per_chunk; ++i)
+    unpack(group + (b0 / per_chunk + i) * geo.chunk_bytes, static_cast<int>(r % kern::kX16Rows),
+           dst + i * per_chunk * bb);
 }
 
 }  // namespace cachet

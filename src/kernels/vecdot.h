@@ -60,6 +60,10 @@ void q6k_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, in
 // x = hi + lo in bf16 (the split of XKind::BF16x2). AVX-512 code.
 void split_x_bf16_avx512(const float* x, int64_t n, uint16_t* hi, uint16_t* lo);
 
+// The same for a MatLayout::BF16_X16 matrix and activations prepared as BF16x2.
+void bf16_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
+                          int64_t r0, int64_t r1);
+
 Kernel avx2_kernel(DType t);
 Kernel avx512_kernel(DType t);
 

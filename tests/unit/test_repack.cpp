@@ -18,7 +18,7 @@ using namespace cachet;
 
 namespace {
 
-const DType kPacked[] = {DType::Q4_K, DType::Q8_0, DType::Q6_K};
+const DType kPacked[] = {DType::Q4_K, DType::Q8_0, DType::Q6_K, DType::BF16};
 
 struct Mat {
   std::vector<uint8_t> bytes;
@@ -75,6 +75,7 @@ TEST(Repack, UnpackGivesBackEveryBlockByteForByte) {
       PackedMat p = pack_matrix(m.view, &pool);
       ASSERT_EQ(p.view.layout, t == DType::Q4_K   ? MatLayout::Q4K_X16
                                : t == DType::Q8_0 ? MatLayout::Q8_0_X16
+                               : t == DType::BF16 ? MatLayout::BF16_X16
                                                   : MatLayout::Q6K_X16);
       ASSERT_NE(p.view.data, m.view.data);
       EXPECT_NE(0, std::memcmp(p.view.data, m.view.data, m.bytes.size()));  // really rearranged
@@ -84,8 +85,9 @@ TEST(Repack, UnpackGivesBackEveryBlockByteForByte) {
       for (int64_t r = 0; r < rows; ++r) {
         unpack_row_blocks(p.view, r, 0, nb, row.data());
         ASSERT_EQ(0, std::memcmp(row.data(), m.view.row(r), row.size())) << "row " << r;
-        unpack_row_blocks(p.view, r, 1, 2, row.data());
-        ASSERT_EQ(0, std::memcmp(row.data(), m.view.row(r) + bb, 2 * bb)) << "row " << r;
+        const int64_t c = t == DType::BF16 ? 32 : 1;  // blocks per chunk (BF16: values)
+        unpack_row_blocks(p.view, r, c, 2 * c, row.data());
+        ASSERT_EQ(0, std::memcmp(row.data(), m.view.row(r) + c * bb, 2 * c * bb)) << "row " << r;
       }
     }
 }
