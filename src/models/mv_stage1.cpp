@@ -28,6 +28,7 @@ namespace cachet {
 namespace {
 constexpr char kArch[] = "metavoice_stage1";
 constexpr int64_t kMaxTokens = 128;  // tokens per row and pass: bounds scratch memory
+constexpr int64_t kKeyChunk = 64;    // cache positions per unit of work in a step's attention
 }  // namespace
 
 using models::Linear;
@@ -170,6 +171,53 @@ struct MvStage1::Impl {
     }
   }
 
+  // Attention of one step (one new position p for each of the two rows) in chunks of kKeyChunk
+  // cache positions that the pool's threads share: all heads of a chunk in turn, so the chunk's
+  // cache rows come from memory once (for the first head) and from cache after. Each chunk's
+  // share of the output is summed in chunk order afterwards, so the result does not depend on
+  // the thread count.
+  void attend_step(models::MvKvState& st, int64_t l, int64_t p, const float* qkv, float scale,
+                   float* part, float* scores, float* att) {
+    ThreadPool& tp = *pool;
+    const int64_t H = a.n_head, hd = a.head_dim(), qd = H * hd, nk = p + 1;
+    const int64_t group = a.n_head / a.n_local_heads;
+    const int64_t chunks = (nk + kKeyChunk - 1) / kKeyChunk;
+    auto score_chunks = [&](int64_t item) {  // item: (row, chunk)
+      const int64_t b = item / chunks, c = item % chunks;
+      const float* q = qkv + b * qkv_dim();
+      float* sc = scores + b * H * nk;
+      const int64_t j0 = c * kKeyChunk, cnt = std::min(nk, j0 + kKeyChunk) - j0;
+      const size_t stride = static_cast<size_t>(st.pos_stride()) * sizeof(float);
+      for (int64_t h = 0; h < H; ++h) {  // the chunk's rows stay in cache from the first head on
+        // the keys of head h as a [cnt, hd] matrix: its matvec with q is the scores
+        const MatView keys{DType::F32, cnt, hd, st.k(l, j0, b) + (h / group) * hd, stride};
+        float* out = sc + h * nk + j0;
+        matvec(keys, q + h * hd, out, serial_pool());
+        ops::scale(out, scale, out, cnt);
+      }
+    };
+    tp.for_chunks(2 * chunks, std::cref(score_chunks));
+    tp.parallel_for(2 * H, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) ops::softmax(scores + i * nk, nk);
+    });
+    auto value_chunks = [&](int64_t item) {
+      const int64_t b = item / chunks, c = item % chunks;
+      const float* sc = scores + b * H * nk;
+      float* o = part + (b * chunks + c) * qd;
+      std::memset(o, 0, static_cast<size_t>(qd) * sizeof(float));
+      const int64_t j0 = c * kKeyChunk, cnt = std::min(nk, j0 + kKeyChunk) - j0;
+      for (int64_t h = 0; h < H; ++h)
+        ops::axpy_rows(sc + h * nk + j0, st.v(l, j0, b) + (h / group) * hd, st.pos_stride(), cnt,
+                       hd, o + h * hd);
+    };
+    tp.for_chunks(2 * chunks, std::cref(value_chunks));
+    for (int64_t b = 0; b < 2; ++b) {
+      float* o = att + b * qd;
+      std::memcpy(o, part + b * chunks * qd, static_cast<size_t>(qd) * sizeof(float));
+      for (int64_t c = 1; c < chunks; ++c) ops::add(o, part + (b * chunks + c) * qd, o, qd);
+    }
+  }
+
   // Runs n tokens of each row at positions st.pos ... st.pos + n - 1. Rows [0, n) of the pass
   // are guidance row 0, rows [n, 2n) row 1. With out0/out1 set, writes the logits of every
   // position (all) or of the last one of each row.
@@ -193,6 +241,10 @@ struct MvStage1::Impl {
     float* u = buf(N * I);
     const int64_t max_keys = pos0 + n;
     float* scores = buf(static_cast<int64_t>(tp.size()) * max_keys);
+    // One step (n == 1): every head's scores of both rows, and per-chunk partial outputs.
+    const int64_t chunks = (max_keys + kKeyChunk - 1) / kKeyChunk;
+    float* scores1 = n == 1 ? buf(N * H * max_keys) : nullptr;
+    float* part = n == 1 ? buf(N * chunks * qd) : nullptr;
 
     // x = tok_emb + pos_emb (+ speaker term on row 0)
     std::vector<float>& tmp = row_tmp_;
@@ -236,7 +288,10 @@ struct MvStage1::Impl {
           ops::axpy_rows(sc, st.v(l, 0, b) + kh * hd, stride, p + 1, hd, o);
         }
       };
-      tp.run(std::ref(attend));
+      if (n == 1)
+        attend_step(st, l, pos0, qkv, scale, part, scores1, att);
+      else
+        tp.run(std::ref(attend));
       models::apply_linear(L.wo, att, N, y, tp);
       ops::add(x, y, x, N * d);
 
