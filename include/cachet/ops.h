@@ -23,6 +23,8 @@ void scale(const float* x, float s, float* y, int64_t n);
 float dot(const float* a, const float* b, int64_t n);
 // y += a * x
 void axpy(float a, const float* x, float* y, int64_t n);
+// y = cap * tanh(x / cap) (logit soft-capping), within a few 1e-7 * cap of it.
+void softcap(const float* x, float cap, float* y, int64_t n);
 // Attention over cached rows `stride` floats apart: out[j] = scale * dot(q, k + j * stride, n)
 // for j < count, and y += w[j] * (v + j * stride) for j = 0, 1, ... in order. The same values
 // as the loops of dot and axpy, with the rows fetched ahead.
@@ -57,6 +59,7 @@ void mul(const float* a, const float* b, float* y, int64_t n);
 void scale(const float* x, float s, float* y, int64_t n);
 float dot(const float* a, const float* b, int64_t n);
 void axpy(float a, const float* x, float* y, int64_t n);
+void softcap(const float* x, float cap, float* y, int64_t n);
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float scale,
               float* out);
 void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y);

@@ -505,7 +505,8 @@ struct KBF16_X16 {
   template <int NX>
   static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
     // A chain of vdpbf16ps waits for each result: A accumulators per part of x hide that.
-    constexpr int A = NX == 1 ? 4 : 2;
+    // The same for every NX (outputs must not depend on it); NX = 3, 4 spill some registers.
+    constexpr int A = 4;
     __m512 ah[A][NX], al[A][NX];
     for (int a = 0; a < A; ++a)
       for (int j = 0; j < NX; ++j) ah[a][j] = al[a][j] = _mm512_setzero_ps();

@@ -113,6 +113,10 @@ void axpy(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+void softcap(const float* x, float cap, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = cap * std::tanh(x[i] / cap);
+}
+
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float scale,
               float* out) {
   for (int64_t j = 0; j < count; ++j) out[j] = dot(q, k + j * stride, n) * scale;

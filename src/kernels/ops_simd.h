@@ -18,6 +18,7 @@
   void scale(const float* x, float s, float* y, int64_t n);                                       \
   float dot(const float* a, const float* b, int64_t n);                                           \
   void axpy(float a, const float* x, float* y, int64_t n);                                        \
+  void softcap(const float* x, float cap, float* y, int64_t n);                                   \
   void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,         \
                 float scale, float* out);                                                         \
   void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n,        \

@@ -111,6 +111,18 @@ struct VecOps {
     return V::div(x, V::add(V::set1(1.0f), e));
   }
 
+  // cap * tanh(x / cap), tanh(u) = sign(u) (1 - e) / (1 + e) with e = e^(-2|u|): within a few
+  // 1e-7 of tanh (absolute), and exactly +-1 where e underflows.
+  static void softcap(const float* x, float cap, float* y, int64_t n) {
+    const F c = V::set1(cap), ic = V::set1(1.0f / cap), one = V::set1(1.0f);
+    map(x, y, n, [&](F v) {
+      const F u = V::mul(v, ic);
+      const F e = vexp(V::mul(V::set1(-2.0f), V::abs(u)));
+      const F t = V::mul(c, V::div(V::sub(one, e), V::add(one, e)));
+      return V::select(V::lt(u, V::zero()), V::sub(V::zero(), t), t);
+    });
+  }
+
   static F sigmoid1(F x) {
     return V::div(V::set1(1.0f), V::add(V::set1(1.0f), vexp(V::sub(V::zero(), x))));
   }

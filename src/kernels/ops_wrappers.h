@@ -44,6 +44,9 @@ float dot(const float* a, const float* b, int64_t n) {
 void axpy(float a, const float* x, float* y, int64_t n) {
   K::axpy(a, x, y, n);
 }
+void softcap(const float* x, float cap, float* y, int64_t n) {
+  K::softcap(x, cap, y, n);
+}
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float scale,
               float* out) {
   K::dot_rows(q, k, stride, count, n, scale, out);

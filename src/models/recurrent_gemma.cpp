@@ -587,9 +587,9 @@ class RecurrentGemma final : public LanguageModel {
   void soft_cap(float* z, int64_t n) {
     const double capd = cfg_.logits_soft_cap;
     if (!(capd > 0)) return;
-    const float cap = static_cast<float>(capd), inv = 1.0f / cap;
+    const float cap = static_cast<float>(capd);
     auto f = [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) z[i] = cap * std::tanh(z[i] * inv);
+      ops::softcap(z + begin, cap, z + begin, end - begin);
     };
     par_for(*pool_, n, 4096, f);
   }

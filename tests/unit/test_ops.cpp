@@ -504,3 +504,19 @@ TEST(OpsBlas, DotRowsAndAxpyRowsEqualTheirLoops) {
     }
   }
 }
+
+TEST(OpsMath, SoftcapCloseToTanh) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    const auto x = random_vec(1000, -400.0f, 400.0f, 77);
+    std::vector<float> got(x.size()), want(x.size());
+    for (float cap : {30.0f, 50.0f}) {
+      cachet::ops::softcap(x.data(), cap, got.data(), 1000);
+      cachet::ops::ref::softcap(x.data(), cap, want.data(), 1000);
+      for (size_t i = 0; i < x.size(); ++i) {
+        EXPECT_NEAR(got[i], want[i], 1e-6 * cap) << cachet::isa_name(isa) << " x=" << x[i];
+        EXPECT_LE(std::fabs(got[i]), cap);
+      }
+    }
+  }
+}
