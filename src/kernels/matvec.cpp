@@ -199,26 +199,11 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
   thread_local XScratch xs;
   const kern::Kernel k = kern::avx512_kernel(w.type);  // for the rows after the last group
   prepare_x(k.xkind, x, n_rows, w.cols, xs);
-  void (*group_fn)(const MatView&, const kern::XPrep*, int, float*, int64_t, int64_t, int64_t);
-  switch (w.layout) {
-    case MatLayout::Q4K_X16:
-      group_fn = kern::q4k_x16_rows_avx512;
-      break;
-    case MatLayout::Q6K_X16:
-      group_fn = kern::q6k_x16_rows_avx512;
-      break;
-    case MatLayout::BF16_X16:
-      group_fn = kern::bf16_x16_rows_avx512;
-      break;
-    default:
-      group_fn = kern::q8_0_x16_rows_avx512;
-      break;
-  }
   const kern::XPrep* preps = xs.preps.data();
   const int64_t packed = w.rows / 16 * 16;  // split_rows cuts at multiples of kRowGrain (16)
   split_rows(w, pool, [&](int64_t b, int64_t e) {
     const int64_t pe = std::min(e, packed);
-    if (b < pe) group_fn(w, preps, static_cast<int>(n_rows), y, w.rows, b, pe);
+    if (b < pe) kern::x16_rows_avx512(w, preps, static_cast<int>(n_rows), y, w.rows, b, pe);
     const int64_t t0 = std::max(b, pe);
     if (t0 >= e) return;
     if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);

@@ -44,25 +44,14 @@ struct Kernel {
   RowsMultiFn multi[3] = {nullptr, nullptr, nullptr};  // 2, 3, 4 activation rows (optional)
 };
 
-// Rows [r0, r1) (whole groups of 16) of a MatLayout::Q4K_X16 matrix for nx (1..4) activation
-// rows prepared as Q8_K: y[j * ldy + r]. AVX-512 code: call only when active_isa() is Avx512.
-void q4k_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
-                         int64_t r0, int64_t r1);
-
-// The same for a MatLayout::Q8_0_X16 matrix and activations prepared as Q8_32.
-void q8_0_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
-                          int64_t r0, int64_t r1);
-
-// The same for a MatLayout::Q6K_X16 matrix and activations prepared as Q8_K.
-void q6k_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
-                         int64_t r0, int64_t r1);
+// Rows [r0, r1) (whole groups of 16) of a matrix in one of the X16 layouts (MatLayout) for nx
+// (1..4) activation rows prepared as the row kernel of its type wants them (avx512_kernel):
+// y[j * ldy + r]. AVX-512 code: call only when active_isa() is Avx512.
+void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
+                     int64_t r1);
 
 // x = hi + lo in bf16 (the split of XKind::BF16x2). AVX-512 code.
 void split_x_bf16_avx512(const float* x, int64_t n, uint16_t* hi, uint16_t* lo);
-
-// The same for a MatLayout::BF16_X16 matrix and activations prepared as BF16x2.
-void bf16_x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy,
-                          int64_t r0, int64_t r1);
 
 Kernel avx2_kernel(DType t);
 Kernel avx512_kernel(DType t);
