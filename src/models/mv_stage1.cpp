@@ -36,7 +36,8 @@ using models::Linear;
 struct MvStage1::Impl {
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
-    Linear wqkv, wo, w1, w3, w2;
+    Linear wqkv, wo, w2;
+    models::FusedLinear w13;  // swiglu.w1, w3
   };
 
   ModelFiles files;
@@ -57,8 +58,10 @@ struct MvStage1::Impl {
       : files(models::strip_orig_mod(std::move(f))), pool(p ? p : &default_pool()), a(args) {
     load();
     build_info();
-    for (const Layer& L : layers)
-      models::release_packed_sources(files, {&L.wqkv, &L.wo, &L.w1, &L.w3, &L.w2});
+    for (const Layer& L : layers) {
+      models::release_packed_sources(files, {&L.wqkv, &L.wo, &L.w2});
+      models::release_packed_sources(files, L.w13);
+    }
     models::release_packed_sources(files, {&spk, &output});
   }
 
@@ -80,8 +83,8 @@ struct MvStage1::Impl {
       L.ffn_norm = models::to_f32(models::need_tensor(f, p + "ffn_norm.weight", {d}));
       L.wqkv = models::need_linear(f, p + "attention.wqkv", qkv_dim(), d, false);
       L.wo = models::need_linear(f, p + "attention.wo", d, a.n_head * a.head_dim(), false);
-      L.w1 = models::need_linear(f, p + "feed_forward.swiglu.w1", I, d, false);
-      L.w3 = models::need_linear(f, p + "feed_forward.swiglu.w3", I, d, false);
+      L.w13 = models::need_fused_linear(
+          f, {{p + "feed_forward.swiglu.w1", I}, {p + "feed_forward.swiglu.w3", I}}, d, false);
       L.w2 = models::need_linear(f, p + "feed_forward.w2", d, I, false);
       layers.push_back(std::move(L));
     }
@@ -99,7 +102,7 @@ struct MvStage1::Impl {
     uint64_t b = output.bytes() + norm.size() * 4;
     b += 2 * (row_bytes(tok->dtype, a.dim) + row_bytes(pos->dtype, a.dim));
     for (const Layer& L : layers)
-      b += L.wqkv.bytes() + L.wo.bytes() + L.w1.bytes() + L.w3.bytes() + L.w2.bytes() +
+      b += L.wqkv.bytes() + L.wo.bytes() + L.w13.bytes() + L.w2.bytes() +
            (L.attn_norm.size() + L.ffn_norm.size()) * 4;
     info.weight_bytes = b;
 
@@ -297,8 +300,7 @@ struct MvStage1::Impl {
 
       for (int64_t r = 0; r < N; ++r)
         ops::rmsnorm(x + r * d, L.ffn_norm.data(), xn + r * d, d, eps, false);
-      models::apply_linear(L.w1, xn, N, g, tp);
-      models::apply_linear(L.w3, xn, N, u, tp);
+      models::apply_fused(L.w13, xn, N, {g, u}, tp);
       ops::silu(g, g, N * I);
       ops::mul(g, u, g, N * I);
       models::apply_linear(L.w2, g, N, y, tp);

@@ -40,9 +40,11 @@ constexpr int64_t kMaxRows = 256;  // rows per pass: bounds scratch memory for l
 struct Layer {
   bool attention = false;
   std::vector<float> temporal_norm, channel_norm;  // RMSNorm weights w (used as 1 + w)
-  Linear gate, up, down;                           // MLP
+  models::FusedLinear gate_up;                     // gate_proj, up_proj
+  Linear down;                                     // MLP
   // Recurrent block.
-  Linear lin_x, lin_y, lin_out;
+  models::FusedLinear lin_xy;  // linear_x, linear_y
+  Linear lin_out;
   std::vector<float> conv_w;     // [R, K], tap K-1 multiplies the newest input
   std::vector<float> conv_b;     // [R]
   std::vector<float> neg_c_sp;   // -8 * softplus(recurrent_param), [R]
@@ -51,7 +53,8 @@ struct Layer {
   std::vector<float> in_gate_b;  // [R]
   std::vector<float> a_gate_b;   // [R]
   // Attention block.
-  Linear q, k, v, o;
+  models::FusedLinear qkv;  // q_proj, k_proj, v_proj
+  Linear o;
 };
 
 // Rows of one pass that belong to one state: rows [row0, row0 + n) are tokens at positions
@@ -80,10 +83,13 @@ class RecurrentGemma final : public LanguageModel {
     load_weights();
     build_info();
     // The tied head's source is the embedding, which stays for the token lookups.
-    for (const Layer& L : layers_)
-      models::release_packed_sources(files_, {&L.gate, &L.up, &L.down, &L.lin_x, &L.lin_y,
-                                              &L.lin_out, &L.q, &L.k, &L.v, &L.o});
-    if (head_.source != embed_->data) models::release_packed_sources(files_, {&head_});
+    for (const Layer& L : layers_) {
+      models::release_packed_sources(files_, {&L.down, &L.lin_out, &L.o});
+      for (const auto* f : {&L.gate_up, &L.lin_xy, &L.qkv})
+        models::release_packed_sources(files_, *f);
+    }
+    if (head_.sources != std::vector<const void*>{embed_->data})
+      models::release_packed_sources(files_, {&head_});
   }
 
   const ModelInfo& info() const override { return info_; }
@@ -180,8 +186,8 @@ class RecurrentGemma final : public LanguageModel {
       L.temporal_norm =
           models::to_f32(models::need_tensor(f, lp + "temporal_pre_norm.weight", {d}));
       L.channel_norm = models::to_f32(models::need_tensor(f, lp + "channel_pre_norm.weight", {d}));
-      L.gate = models::need_linear(f, lp + "mlp_block.gate_proj", E, d, true);
-      L.up = models::need_linear(f, lp + "mlp_block.up_proj", E, d, true);
+      L.gate_up = models::need_fused_linear(
+          f, {{lp + "mlp_block.gate_proj", E}, {lp + "mlp_block.up_proj", E}}, d, true);
       L.down = models::need_linear(f, lp + "mlp_block.down_proj", d, E, true);
       const std::string tp = lp + "temporal_block.";
       const std::string other = L.attention ? "linear_x.weight" : "q_proj.weight";
@@ -191,13 +197,12 @@ class RecurrentGemma final : public LanguageModel {
              " block");
       if (L.attention) {
         const bool b = cfg_.attention_bias;
-        L.q = models::need_linear(f, tp + "q_proj", qdim, d, b);
-        L.k = models::need_linear(f, tp + "k_proj", kvdim, d, b);
-        L.v = models::need_linear(f, tp + "v_proj", kvdim, d, b);
+        L.qkv = models::need_fused_linear(
+            f, {{tp + "q_proj", qdim}, {tp + "k_proj", kvdim}, {tp + "v_proj", kvdim}}, d, b);
         L.o = models::need_linear(f, tp + "o_proj", d, qdim, true);
       } else {
-        L.lin_x = models::need_linear(f, tp + "linear_x", R, d, true);
-        L.lin_y = models::need_linear(f, tp + "linear_y", R, d, true);
+        L.lin_xy =
+            models::need_fused_linear(f, {{tp + "linear_x", R}, {tp + "linear_y", R}}, d, true);
         L.lin_out = models::need_linear(f, tp + "linear_out", d, R, true);
         L.conv_w = models::to_f32(models::need_tensor(f, tp + "conv_1d.weight", {R, 1, K}));
         L.conv_b = models::to_f32(models::need_tensor(f, tp + "conv_1d.bias", {R}));
@@ -266,11 +271,11 @@ class RecurrentGemma final : public LanguageModel {
     uint64_t b = head_.bytes() + row_bytes(embed_->dtype, d) + final_norm_.size() * 4;
     for (const Layer& L : layers_) {
       b += (L.temporal_norm.size() + L.channel_norm.size()) * 4;
-      b += L.gate.bytes() + L.up.bytes() + L.down.bytes();
+      b += L.gate_up.bytes() + L.down.bytes();
       if (L.attention) {
-        b += L.q.bytes() + L.k.bytes() + L.v.bytes() + L.o.bytes();
+        b += L.qkv.bytes() + L.o.bytes();
       } else {
-        b += L.lin_x.bytes() + L.lin_y.bytes() + L.lin_out.bytes();
+        b += L.lin_xy.bytes() + L.lin_out.bytes();
         b += (L.conv_w.size() + L.conv_b.size() + L.neg_c_sp.size() + L.in_gate_t.size() +
               L.a_gate_t.size() + L.in_gate_b.size() + L.a_gate_b.size()) *
              4;
@@ -421,8 +426,7 @@ class RecurrentGemma final : public LanguageModel {
 
   void mlp(const Layer& L, const float* xn, int64_t N, Scratch& s, float* y) {
     const int64_t E = cfg_.mlp_width();
-    models::apply_linear(L.gate, xn, N, s.a, *pool_);
-    models::apply_linear(L.up, xn, N, s.b, *pool_);
+    models::apply_fused(L.gate_up, xn, N, {s.a, s.b}, *pool_);
     ops::gelu_tanh(s.a, s.a, N * E);
     ops::mul(s.a, s.b, s.a, N * E);
     models::apply_linear(L.down, s.a, N, y, *pool_);
@@ -438,9 +442,8 @@ class RecurrentGemma final : public LanguageModel {
     float* c = s.c;   // conv output, then h_t
     float* gx = s.e;  // input gate
     float* ga = s.f;  // recurrence gate
-    models::apply_linear(L.lin_y, xn, N, yb, pool);
+    models::apply_fused(L.lin_xy, xn, N, {u, yb}, pool);
     ops::gelu_tanh(yb, yb, N * R);
-    models::apply_linear(L.lin_x, xn, N, u, pool);
 
     // Causal depthwise conv over [state window ; new inputs], then the window moves on.
     for (const Segment& seg : segs) {
@@ -516,9 +519,7 @@ class RecurrentGemma final : public LanguageModel {
     float* att = s.b;
     float* k = s.c;
     float* v = s.e;
-    models::apply_linear(L.q, xn, N, q, pool);
-    models::apply_linear(L.k, xn, N, k, pool);
-    models::apply_linear(L.v, xn, N, v, pool);
+    models::apply_fused(L.qkv, xn, N, {q, k, v}, pool);
     for (int64_t r = 0; r < N; ++r) {
       for (int64_t h = 0; h < H; ++h) apply_rope(s, r, q + r * qdim + h * hd);
       for (int64_t h = 0; h < cfg_.num_key_value_heads; ++h)

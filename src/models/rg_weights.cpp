@@ -83,34 +83,115 @@ void pack_linear(Linear& l) {
   PackedMat p = pack_matrix(l.w, &default_pool());
   if (!p.buf) return;
   release_pages(l.w.data, l.w.row_stride * static_cast<size_t>(l.w.rows));
-  l.source = l.w.data;
+  if (l.sources.empty()) l.sources = {l.w.data};
   l.w = p.view;
   l.packed = std::move(p.buf);
 }
 
 void release_packed_sources(ModelFiles& files, std::initializer_list<const Linear*> layers) {
-  for (const Linear* l : layers) {
-    if (!l->source) continue;
-    for (auto it = files.tensors.begin(); it != files.tensors.end(); ++it)
-      if (it->second.data == l->source) {
-        files.tensors.erase(it);
-        break;
-      }
-  }
+  for (const Linear* l : layers)
+    for (const void* src : l->sources)
+      for (auto it = files.tensors.begin(); it != files.tensors.end(); ++it)
+        if (it->second.data == src) {
+          files.tensors.erase(it);
+          break;
+        }
 }
 
-Linear need_linear(const ModelFiles& files, const std::string& prefix, int64_t out, int64_t in,
+void release_packed_sources(ModelFiles& files, const FusedLinear& f) {
+  for (const Linear* l : f.layers()) release_packed_sources(files, {l});
+}
+
+namespace {
+
+// need_linear without the rearrangement.
+Linear load_linear(const ModelFiles& files, const std::string& prefix, int64_t out, int64_t in,
                    bool has_bias) {
   Linear l;
   const Tensor& w = need_tensor(files, prefix + ".weight", {out, in});
   l.w = MatView{w.dtype, out, in, w.data, row_bytes(w.dtype, in)};
-  pack_linear(l);
   const std::string bname = prefix + ".bias";
   if (has_bias) {
     l.bias = to_f32(need_tensor(files, bname, {out}));
   } else if (files.tensors.count(bname)) {
     fail(files.path, ": unexpected tensor '", bname, "' (the config says this layer has no bias)");
   }
+  return l;
+}
+
+}  // namespace
+
+uint64_t FusedLinear::bytes() const {
+  uint64_t b = all.w.data ? all.bytes() : 0;
+  for (const Linear& l : each) b += l.bytes();
+  return b;
+}
+
+std::vector<const Linear*> FusedLinear::layers() const {
+  std::vector<const Linear*> v;
+  if (all.w.data) v.push_back(&all);
+  for (const Linear& l : each) v.push_back(&l);
+  return v;
+}
+
+FusedLinear need_fused_linear(const ModelFiles& files, std::initializer_list<LinearPart> parts,
+                              int64_t in, bool has_bias) {
+  FusedLinear f;
+  for (const LinearPart& p : parts) {
+    f.each.push_back(load_linear(files, p.prefix, p.out, in, has_bias));
+    f.outs.push_back(p.out);
+  }
+  bool same = true;
+  for (const Linear& l : f.each) same = same && l.w.type == f.each.front().w.type;
+  if (!same) {  // e.g. a file quantized with a different type per layer: each apart
+    for (Linear& l : f.each) pack_linear(l);
+    return f;
+  }
+  const DType t = f.each.front().w.type;
+  const size_t rb = row_bytes(t, in);
+  int64_t rows = 0;
+  for (int64_t o : f.outs) rows += o;
+  auto buf = aligned_buffer(rb * static_cast<size_t>(rows));
+  auto* dst = static_cast<uint8_t*>(buf.get());
+  for (const Linear& l : f.each) {
+    std::memcpy(dst, l.w.data, rb * static_cast<size_t>(l.w.rows));
+    dst += rb * static_cast<size_t>(l.w.rows);
+    f.all.bias.insert(f.all.bias.end(), l.bias.begin(), l.bias.end());
+    f.all.sources.push_back(l.w.data);
+    release_pages(l.w.data, rb * static_cast<size_t>(l.w.rows));
+  }
+  f.all.w = MatView{t, rows, in, buf.get(), rb};
+  f.all.packed = std::move(buf);  // replaced by the rearranged copy, if there is one
+  pack_linear(f.all);
+  f.each.clear();
+  return f;
+}
+
+void apply_fused(const FusedLinear& f, const float* x, int64_t n, std::initializer_list<float*> ys,
+                 ThreadPool& pool) {
+  if (!f.all.w.data) {
+    size_t i = 0;
+    for (float* y : ys) apply_linear(f.each[i++], x, n, y, pool);
+    return;
+  }
+  thread_local std::vector<float> tmp;
+  const int64_t total = f.all.out();
+  tmp.resize(static_cast<size_t>(n * total));
+  apply_linear(f.all, x, n, tmp.data(), pool);
+  int64_t off = 0;
+  size_t i = 0;
+  for (float* y : ys) {
+    const int64_t o = f.outs[i++];
+    for (int64_t r = 0; r < n; ++r)
+      std::memcpy(y + r * o, tmp.data() + r * total + off, static_cast<size_t>(o) * sizeof(float));
+    off += o;
+  }
+}
+
+Linear need_linear(const ModelFiles& files, const std::string& prefix, int64_t out, int64_t in,
+                   bool has_bias) {
+  Linear l = load_linear(files, prefix, out, in, has_bias);
+  pack_linear(l);
   return l;
 }
 

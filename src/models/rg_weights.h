@@ -25,9 +25,9 @@ void row_to_f32(DType type, const void* src, float* dst, int64_t n);
 // y = x W^T + b over a weight matrix of any weight type, used in place.
 struct Linear {
   MatView w;
-  std::shared_ptr<void> packed;  // owns w's bytes when they were rearranged (pack_linear)
-  const void* source = nullptr;  // then: where the weights were read from
-  std::vector<float> bias;       // empty: no bias
+  std::shared_ptr<void> packed;      // owns w's bytes when they were rearranged (pack_linear)
+  std::vector<const void*> sources;  // then: where the weights were read from
+  std::vector<float> bias;           // empty: no bias
   int64_t in() const { return w.cols; }
   int64_t out() const { return w.rows; }
   // Bytes read by one product.
@@ -48,6 +48,27 @@ Linear need_linear(const ModelFiles& files, const std::string& prefix, int64_t o
 
 // Y[n, out] = X[n, in] W^T + b (matvec when n == 1).
 void apply_linear(const Linear& l, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// Linear layers over the same input (q, k, v; gate and up): when their weights share a type,
+// their rows are stored one after the other as one matrix, so that a step streams them in one
+// product instead of several (each output is the same as from its own layer).
+struct FusedLinear {
+  Linear all;                // the layers as one, when fused
+  std::vector<Linear> each;  // the layers apart, when not
+  std::vector<int64_t> outs;
+  uint64_t bytes() const;
+  std::vector<const Linear*> layers() const;  // for release_packed_sources
+};
+struct LinearPart {
+  std::string prefix;
+  int64_t out;
+};
+FusedLinear need_fused_linear(const ModelFiles& files, std::initializer_list<LinearPart> parts,
+                              int64_t in, bool has_bias);
+void release_packed_sources(ModelFiles& files, const FusedLinear& f);
+// ys[i][n, outs[i]] = X[n, in] W_i^T + b_i.
+void apply_fused(const FusedLinear& f, const float* x, int64_t n, std::initializer_list<float*> ys,
+                 ThreadPool& pool);
 
 // 64-bit FNV-1a.
 struct Fnv64 {
