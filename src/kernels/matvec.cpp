@@ -165,14 +165,12 @@ void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, X
       kern::quantize_x_q8_k_avx2(x + j * n, cols, qs + j * n, d + j * nb, bs + j * ns);
       s.preps[j] = {x + j * n, qs + j * n, d + j * nb, nullptr, nullptr, bs + j * ns};
     }
-  } else if (kind == kern::XKind::BF16x2) {
-    uint16_t* bf = scratch(s.bf, 2 * nx * n);
+  } else if (kind == kern::XKind::BF16) {
+    uint16_t* bf = scratch(s.bf, nx * n);
     for (size_t j = 0; j < nx; ++j) {
-      uint16_t* hi = bf + 2 * j * n;
-      kern::split_x_bf16_avx512(x + j * n, cols, hi, hi + n);
+      kern::round_x_bf16_avx512(x + j * n, cols, bf + j * n);
       s.preps[j].f32 = x + j * n;
-      s.preps[j].bf_hi = hi;
-      s.preps[j].bf_lo = hi + n;
+      s.preps[j].bf16 = bf + j * n;
     }
   } else {
     for (size_t j = 0; j < nx; ++j) s.preps[j].f32 = x + j * n;

@@ -90,58 +90,43 @@ struct KFloat512 {
   }
 };
 
-// ---- BF16: vdpbf16ps on pairs, with x split in two bf16 parts --------------------------------
+// ---- BF16: vdpbf16ps on pairs, x rounded to bf16 ---------------------------------------------
 //
-// x = hi + lo, hi = bf16(x) and lo = bf16(x - hi), is within 2^-17 |x| of x; the products of
-// bf16 values are exact in f32, so sum w (hi + lo) costs two vdpbf16ps per 32 weights where
-// widening the weights to f32 cost six instructions. Columns past the last 32 use x as is.
+// x is rounded to bf16 (nearest even, within 2^-9 |x| of x: finer than the 8-bit activations of
+// the quantized types, and what ggml and a bf16 PyTorch model do); products of bf16 values are
+// exact in f32, so one vdpbf16ps per 32 weights and activation row does the work. Columns past
+// the last 32 use x as is.
 
-void split_bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
+void round_bf16(const float* x, int64_t n, uint16_t* out) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_loadu_ps(x + i);
-    const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
-    const __m512 hf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + i), h);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + i),
-                        (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, hf)));
-  }
-  for (; i < n; ++i) {  // the same rounding, one value at a time
-    const __m512 v = _mm512_set1_ps(x[i]);
-    const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
-    const __m512 hf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    hi[i] = static_cast<uint16_t>(_mm256_extract_epi16(h, 0));
-    lo[i] = static_cast<uint16_t>(
-        _mm256_extract_epi16((__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, hf)), 0));
-  }
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i)));
+  for (; i < n; ++i)  // the same rounding, one value at a time
+    out[i] = static_cast<uint16_t>(
+        _mm256_extract_epi16((__m256i)_mm512_cvtneps_pbh(_mm512_set1_ps(x[i])), 0));
 }
 
 struct KBF16_512 {
   template <int NR, int NX>
   static void run(const uint8_t* const* rp, const XPrep* xs, int64_t n, float* out, int64_t ldo) {
-    __m512 acc[NR][NX][2];
+    __m512 acc[NR][NX];
     for (int r = 0; r < NR; ++r)
-      for (int j = 0; j < NX; ++j) acc[r][j][0] = acc[r][j][1] = _mm512_setzero_ps();
+      for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-      __m512bh xh[NX], xl[NX];
-      for (int j = 0; j < NX; ++j) {
-        xh[j] = (__m512bh)loadu512(xs[j].bf_hi + i);
-        xl[j] = (__m512bh)loadu512(xs[j].bf_lo + i);
-      }
+      __m512bh xb[NX];
+      for (int j = 0; j < NX; ++j) xb[j] = (__m512bh)loadu512(xs[j].bf16 + i);
       for (int r = 0; r < NR; ++r) {
         prefetch_ahead(rp[r] + 2 * i, 64);
         const __m512bh w = (__m512bh)loadu512(rp[r] + 2 * i);
-        for (int j = 0; j < NX; ++j) {
-          acc[r][j][0] = _mm512_dpbf16_ps(acc[r][j][0], w, xh[j]);
-          acc[r][j][1] = _mm512_dpbf16_ps(acc[r][j][1], w, xl[j]);
-        }
+        for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], w, xb[j]);
       }
     }
     for (int r = 0; r < NR; ++r)
       for (int j = 0; j < NX; ++j) {
         const float* xf = xs[j].f32;
-        float s = hsum16(_mm512_add_ps(acc[r][j][0], acc[r][j][1]));
+        float s = hsum16(acc[r][j]);
         for (int64_t c = i; c < n; ++c) s += LoadBF16::one(rp[r] + c * 2) * xf[c];
         out[j * ldo + r] = s;
       }
@@ -501,34 +486,32 @@ struct KQ6K_X16 {
 // ---- BF16, 16 interleaved rows (MatLayout::BF16_X16, repack.cpp) -----------------------------
 //
 // Each lane is one row's pair of columns: vdpbf16ps against the activation pair broadcast from
-// memory, for the two bf16 parts of x (see KBF16_512).
+// memory (x rounded to bf16, see KBF16_512).
 
 struct KBF16_X16 {
   static constexpr int64_t kChunkCols = 32;
   template <int NX>
   static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
-    // A chain of vdpbf16ps waits for each result: A accumulators per part of x hide that.
-    // The same for every NX (outputs must not depend on it); NX = 3, 4 spill some registers.
+    // A chain of vdpbf16ps waits for each result: A accumulators hide that. The same for every
+    // NX (outputs must not depend on it).
     constexpr int A = 4;
-    __m512 ah[A][NX], al[A][NX];
+    __m512 acc[A][NX];
     for (int a = 0; a < A; ++a)
-      for (int j = 0; j < NX; ++j) ah[a][j] = al[a][j] = _mm512_setzero_ps();
+      for (int j = 0; j < NX; ++j) acc[a][j] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* c = group + b * kBf16X16Chunk;
       prefetch_chunk(c + 2 * kBf16X16Chunk, kBf16X16Chunk);
       for (int k = 0; k < 16; ++k) {
         const __m512bh w = (__m512bh)loadu512(c + 64 * k);
         for (int j = 0; j < NX; ++j) {
-          const __m512i h = _mm512_broadcastd_epi32(_mm_loadu_si32(xs[j].bf_hi + 32 * b + 2 * k));
-          const __m512i l = _mm512_broadcastd_epi32(_mm_loadu_si32(xs[j].bf_lo + 32 * b + 2 * k));
-          ah[k % A][j] = _mm512_dpbf16_ps(ah[k % A][j], w, (__m512bh)h);
-          al[k % A][j] = _mm512_dpbf16_ps(al[k % A][j], w, (__m512bh)l);
+          const __m512i h = _mm512_broadcastd_epi32(_mm_loadu_si32(xs[j].bf16 + 32 * b + 2 * k));
+          acc[k % A][j] = _mm512_dpbf16_ps(acc[k % A][j], w, (__m512bh)h);
         }
       }
     }
     for (int j = 0; j < NX; ++j) {
-      __m512 s = _mm512_add_ps(ah[0][j], al[0][j]);
-      for (int a = 1; a < A; ++a) s = _mm512_add_ps(s, _mm512_add_ps(ah[a][j], al[a][j]));
+      __m512 s = acc[0][j];
+      for (int a = 1; a < A; ++a) s = _mm512_add_ps(s, acc[a][j]);
       _mm512_storeu_ps(out + j * ldo, s);
     }
   }
@@ -590,8 +573,8 @@ Kernel kernel_nx(XKind xk) {
 
 }  // namespace
 
-void split_x_bf16_avx512(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
-  split_bf16(x, n, hi, lo);
+void round_x_bf16_avx512(const float* x, int64_t n, uint16_t* out) {
+  round_bf16(x, n, out);
 }
 
 void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
@@ -617,7 +600,7 @@ Kernel avx512_kernel(DType t) {
     case DType::F16:
       return kernel_nx<KFloat512<L512F16, LoadF16>, 4, 2>(XKind::F32);
     case DType::BF16:
-      return kernel_nx<KBF16_512, 4, 2>(XKind::BF16x2);
+      return kernel_nx<KBF16_512, 4, 2>(XKind::BF16);
     case DType::Q8_0:
       return kernel_nx<KQ8_0_512, 4, 2>(XKind::Q8_32);
     case DType::Q4_K:

@@ -11,10 +11,10 @@ namespace cachet::kern {
 
 // How a kernel wants the activation x.
 enum class XKind {
-  F32,     // x as given
-  Q8_32,   // blocks of 32: int8 values, f32 scale, sum of the int8 values
-  Q8_K,    // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
-  BF16x2,  // x as given, and x = hi + lo with hi, lo in bf16 (for vdpbf16ps)
+  F32,    // x as given
+  Q8_32,  // blocks of 32: int8 values, f32 scale, sum of the int8 values
+  Q8_K,   // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
+  BF16,   // x as given, and rounded to bf16 (for vdpbf16ps)
 };
 
 // The prepared activation. Q8 values use a symmetric scale d = max|x| / 127 per block.
@@ -25,8 +25,7 @@ struct XPrep {
   const int32_t* isum = nullptr;    // Q8_32: sum of the block's qs
   const float* fsum = nullptr;      // Q8_32: d * isum
   const int16_t* bsums = nullptr;   // Q8_K: n / 16 sums of 16 consecutive qs
-  const uint16_t* bf_hi = nullptr;  // BF16x2: bf16(x), rounded to nearest even
-  const uint16_t* bf_lo = nullptr;  // BF16x2: bf16(x - hi)
+  const uint16_t* bf16 = nullptr;   // BF16: bf16(x), rounded to nearest even
 };
 
 // Computes y[r] for r in [r0, r1).
@@ -50,8 +49,8 @@ struct Kernel {
 void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
                      int64_t r1);
 
-// x = hi + lo in bf16 (the split of XKind::BF16x2). AVX-512 code.
-void split_x_bf16_avx512(const float* x, int64_t n, uint16_t* hi, uint16_t* lo);
+// x rounded to bf16, nearest even (XKind::BF16). AVX-512 code.
+void round_x_bf16_avx512(const float* x, int64_t n, uint16_t* out);
 
 Kernel avx2_kernel(DType t);
 Kernel avx512_kernel(DType t);

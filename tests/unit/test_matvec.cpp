@@ -88,8 +88,8 @@ double bound(DType t, const Mat& m, const std::vector<float>& x, int64_t r) {
       if (qb) quant += w * amax / 254.0;
     }
   }
-  // BF16 on AVX-512 splits x into two bf16 parts, within 2^-17 |x| of x.
-  if (t == DType::BF16) quant += std::ldexp(mag, -17);
+  // BF16 on AVX-512 rounds x to bf16, within 2^-9 |x| of x.
+  if (t == DType::BF16) quant += std::ldexp(mag, -9);
   return quant * 1.001 + (double(cols) / 8 + 16) * FLT_EPSILON * (mag + quant) + 1e-30;
 }
 
