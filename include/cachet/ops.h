@@ -31,6 +31,10 @@ void softcap(const float* x, float cap, float* y, int64_t n);
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float scale,
               float* out);
 void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y);
+// axpy_rows over rows of bf16 values (stride in values), widened to f32: the same as axpy_rows
+// on the widened rows.
+void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
+                    float* y);
 
 // Rotary embedding of one head vector, in place, on its first rot_dim dims.
 // neox (half-split) pairs (j, j + rot_dim/2); interleaved pairs (2j, 2j+1).
@@ -63,6 +67,8 @@ void softcap(const float* x, float cap, float* y, int64_t n);
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float scale,
               float* out);
 void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y);
+void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
+                    float* y);
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta);
 void rope_interleaved(float* x, int64_t rot_dim, int64_t pos, float theta);
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,

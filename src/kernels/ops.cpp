@@ -68,6 +68,10 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int
 void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y) {
   CACHET_OPS_DISPATCH(axpy_rows, w, v, stride, count, n, y)
 }
+void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
+                    float* y) {
+  CACHET_OPS_DISPATCH(axpy_rows_bf16, w, v, stride, count, n, y)
+}
 
 // Rotary embeddings are small and must match the reference bit for bit: one implementation.
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta) {

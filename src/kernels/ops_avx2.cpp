@@ -16,6 +16,11 @@ struct Avx2Vec {
   static F zero() { return _mm256_setzero_ps(); }
   static F set1(float a) { return _mm256_set1_ps(a); }
   static F load(const float* p) { return _mm256_loadu_ps(p); }
+  // W bf16 values widened to f32 (exact).
+  static F load_bf16(const uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
   static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
   static __m256i tail(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -20,6 +20,11 @@ struct Avx512Vec {
   static F zero() { return _mm512_setzero_ps(); }
   static F set1(float a) { return _mm512_set1_ps(a); }
   static F load(const float* p) { return _mm512_loadu_ps(p); }
+  // W bf16 values widened to f32 (exact).
+  static F load_bf16(const uint16_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
   static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static __mmask16 tail(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
   // The first n lanes from p, the rest 0 (lanes past n are not read).

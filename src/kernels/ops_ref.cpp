@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "cachet/half.h"
 #include "cachet/ops.h"
 
 namespace cachet::ops::ref {
@@ -124,6 +125,12 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int
 
 void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y) {
   for (int64_t j = 0; j < count; ++j) axpy(w[j], v + j * stride, y, n);
+}
+
+void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
+                    float* y) {
+  for (int64_t j = 0; j < count; ++j)
+    for (int64_t i = 0; i < n; ++i) y[i] += w[j] * bf16_to_f32(v[j * stride + i]);
 }
 
 namespace {

@@ -3,27 +3,29 @@
 #pragma once
 #include <cstdint>
 
-#define CACHET_OPS_SIMD_DECLS                                                                     \
-  void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps, bool one_plus);    \
-  void layernorm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps); \
-  void softmax(float* x, int64_t n);                                                              \
-  void gelu(const float* x, float* y, int64_t n);                                                 \
-  void gelu_tanh(const float* x, float* y, int64_t n);                                            \
-  void silu(const float* x, float* y, int64_t n);                                                 \
-  void softplus(const float* x, float* y, int64_t n);                                             \
-  void sigmoid(const float* x, float* y, int64_t n);                                              \
-  void exp(const float* x, float* y, int64_t n);                                                  \
-  void add(const float* a, const float* b, float* y, int64_t n);                                  \
-  void mul(const float* a, const float* b, float* y, int64_t n);                                  \
-  void scale(const float* x, float s, float* y, int64_t n);                                       \
-  float dot(const float* a, const float* b, int64_t n);                                           \
-  void axpy(float a, const float* x, float* y, int64_t n);                                        \
-  void softcap(const float* x, float cap, float* y, int64_t n);                                   \
-  void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,         \
-                float scale, float* out);                                                         \
-  void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n,        \
-                 float* y);                                                                       \
-  void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b,        \
+#define CACHET_OPS_SIMD_DECLS                                                                      \
+  void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps, bool one_plus);     \
+  void layernorm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps);  \
+  void softmax(float* x, int64_t n);                                                               \
+  void gelu(const float* x, float* y, int64_t n);                                                  \
+  void gelu_tanh(const float* x, float* y, int64_t n);                                             \
+  void silu(const float* x, float* y, int64_t n);                                                  \
+  void softplus(const float* x, float* y, int64_t n);                                              \
+  void sigmoid(const float* x, float* y, int64_t n);                                               \
+  void exp(const float* x, float* y, int64_t n);                                                   \
+  void add(const float* a, const float* b, float* y, int64_t n);                                   \
+  void mul(const float* a, const float* b, float* y, int64_t n);                                   \
+  void scale(const float* x, float s, float* y, int64_t n);                                        \
+  float dot(const float* a, const float* b, int64_t n);                                            \
+  void axpy(float a, const float* x, float* y, int64_t n);                                         \
+  void softcap(const float* x, float cap, float* y, int64_t n);                                    \
+  void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,          \
+                float scale, float* out);                                                          \
+  void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n,         \
+                 float* y);                                                                        \
+  void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n, \
+                      float* y);                                                                   \
+  void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b,         \
                         float* y, int64_t T, int64_t C, int64_t K);
 
 namespace cachet::ops::avx2 {

@@ -302,6 +302,37 @@ struct VecOps {
     if (c < n)
       for (int64_t j = 0; j < count; ++j) axpy(w[j], v + j * stride + c, y + c, n - c);
   }
+  // The same over rows of bf16 values (a bf16 cache), widened to f32 as they are loaded: exactly
+  // what axpy_rows gives on the widened rows.
+  static void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count,
+                             int64_t n, float* y) {
+    int64_t c = 0;
+    for (; c + 8 * W <= n; c += 8 * W) {
+      F acc[8];
+      for (int u = 0; u < 8; ++u) acc[u] = V::load(y + c + u * W);
+      for (int64_t j = 0; j < count; ++j) {
+        if (j + kRowsAhead < count)
+          prefetch_run(reinterpret_cast<const float*>(v + (j + kRowsAhead) * stride + c), 4 * W);
+        const F wv = V::set1(w[j]);
+        const uint16_t* vr = v + j * stride + c;
+        for (int u = 0; u < 8; ++u) acc[u] = V::fmadd(wv, V::load_bf16(vr + u * W), acc[u]);
+      }
+      for (int u = 0; u < 8; ++u) V::store(y + c + u * W, acc[u]);
+    }
+    if (c < n) {
+      float tail[8 * W];
+      for (int64_t j = 0; j < count; ++j) {
+        for (int64_t i = c; i < n; ++i) tail[i - c] = bf16_bits_to_f32(v[j * stride + i]);
+        axpy(w[j], tail, y + c, n - c);
+      }
+    }
+  }
+  static float bf16_bits_to_f32(uint16_t h) {
+    const uint32_t u = static_cast<uint32_t>(h) << 16;
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+  }
 
   // K at most kMaxTaps (callers check).
   static constexpr int64_t kMaxTaps = 16;

@@ -54,6 +54,10 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int
 void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y) {
   K::axpy_rows(w, v, stride, count, n, y);
 }
+void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
+                    float* y) {
+  K::axpy_rows_bf16(w, v, stride, count, n, y);
+}
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,
                       int64_t T, int64_t C, int64_t K_) {
   if (K_ > K::kMaxTaps) return ref::conv1d_depthwise(hist, x, w, b, y, T, C, K_);

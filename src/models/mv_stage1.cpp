@@ -6,7 +6,9 @@
 // wqkv rows are Q (n_head heads), K then V (n_local_heads heads each); query head h uses key
 // head h / (n_head / n_local_heads). RMSNorm is x * rsqrt(mean(x^2) + eps) * w.
 //
-// The state (MvKvState, rows = 2) keeps the keys and values of every position of both rows.
+// The state (MvKvState, rows = 2) keeps the keys and values of every position of both rows:
+// f32 for an f32/f16 model, bf16 for bf16 and quantized ones (what the attention reads per step
+// halves; a bf16 GEMM model keeps bf16 keys and values too).
 // A forward of T tokens per row runs the 2T rows through each linear layer as one matrix
 // product, so the weights are read once for both rows.
 #include <algorithm>
@@ -28,7 +30,6 @@ namespace cachet {
 namespace {
 constexpr char kArch[] = "metavoice_stage1";
 constexpr int64_t kMaxTokens = 128;  // tokens per row and pass: bounds scratch memory
-constexpr int64_t kKeyChunk = 64;    // cache positions per unit of work in a step's attention
 }  // namespace
 
 using models::Linear;
@@ -112,6 +113,9 @@ struct MvStage1::Impl {
     lay->layers = a.n_layer;
     lay->rows = 2;
     lay->kv_dim = kv_dim();
+    lay->kv_heads = a.n_local_heads;
+    const DType wt = layers.empty() ? DType::F32 : layers[0].wqkv.w.type;
+    lay->kv_type = wt == DType::F32 || wt == DType::F16 ? DType::F32 : DType::BF16;
     lay->max_positions = a.block_size;
     layout = std::move(lay);
   }
@@ -174,51 +178,20 @@ struct MvStage1::Impl {
     }
   }
 
-  // Attention of one step (one new position p for each of the two rows) in chunks of kKeyChunk
-  // cache positions that the pool's threads share: all heads of a chunk in turn, so the chunk's
-  // cache rows come from memory once (for the first head) and from cache after. Each chunk's
-  // share of the output is summed in chunk order afterwards, so the result does not depend on
-  // the thread count.
-  void attend_step(models::MvKvState& st, int64_t l, int64_t p, const float* qkv, float scale,
-                   float* part, float* scores, float* att) {
-    ThreadPool& tp = *pool;
-    const int64_t H = a.n_head, hd = a.head_dim(), qd = H * hd, nk = p + 1;
-    const int64_t group = a.n_head / a.n_local_heads;
-    const int64_t chunks = (nk + kKeyChunk - 1) / kKeyChunk;
-    auto score_chunks = [&](int64_t item) {  // item: (row, chunk)
-      const int64_t b = item / chunks, c = item % chunks;
-      const float* q = qkv + b * qkv_dim();
-      float* sc = scores + b * H * nk;
-      const int64_t j0 = c * kKeyChunk, cnt = std::min(nk, j0 + kKeyChunk) - j0;
-      const size_t stride = static_cast<size_t>(st.pos_stride()) * sizeof(float);
-      for (int64_t h = 0; h < H; ++h) {  // the chunk's rows stay in cache from the first head on
-        // the keys of head h as a [cnt, hd] matrix: its matvec with q is the scores
-        const MatView keys{DType::F32, cnt, hd, st.k(l, j0, b) + (h / group) * hd, stride};
-        float* out = sc + h * nk + j0;
-        matvec(keys, q + h * hd, out, serial_pool());
-        ops::scale(out, scale, out, cnt);
-      }
-    };
-    tp.for_chunks(2 * chunks, std::cref(score_chunks));
-    tp.parallel_for(2 * H, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) ops::softmax(scores + i * nk, nk);
-    });
-    auto value_chunks = [&](int64_t item) {
-      const int64_t b = item / chunks, c = item % chunks;
-      const float* sc = scores + b * H * nk;
-      float* o = part + (b * chunks + c) * qd;
-      std::memset(o, 0, static_cast<size_t>(qd) * sizeof(float));
-      const int64_t j0 = c * kKeyChunk, cnt = std::min(nk, j0 + kKeyChunk) - j0;
-      for (int64_t h = 0; h < H; ++h)
-        ops::axpy_rows(sc + h * nk + j0, st.v(l, j0, b) + (h / group) * hd, st.pos_stride(), cnt,
-                       hd, o + h * hd);
-    };
-    tp.for_chunks(2 * chunks, std::cref(value_chunks));
-    for (int64_t b = 0; b < 2; ++b) {
-      float* o = att + b * qd;
-      std::memcpy(o, part + b * chunks * qd, static_cast<size_t>(qd) * sizeof(float));
-      for (int64_t c = 1; c < chunks; ++c) ops::add(o, part + (b * chunks + c) * qd, o, qd);
-    }
+  // Attention of query head h of row b at position p over the cached positions 0..p: scores
+  // (a matrix-vector product with the head's keys), softmax, then the values weighted by them.
+  // Steps and prefills both run it, so they give the same outputs.
+  void attend_head(const models::MvKvState& st, int64_t l, int64_t b, int64_t h, int64_t p,
+                   const float* q, float scale, float* sc, float* o) const {
+    const int64_t hd = a.head_dim(), kh = h / (a.n_head / a.n_local_heads), nk = p + 1;
+    matvec(st.keys(l, b, kh, nk), q, sc, serial_pool());
+    ops::scale(sc, scale, sc, nk);
+    ops::softmax(sc, nk);
+    std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
+    if (st.layout->kv_type == DType::BF16)
+      ops::axpy_rows_bf16(sc, st.values_bf16(l, b, kh), hd, nk, hd, o);
+    else
+      ops::axpy_rows(sc, st.values_f32(l, b, kh), hd, nk, hd, o);
   }
 
   // Runs n tokens of each row at positions st.pos ... st.pos + n - 1. Rows [0, n) of the pass
@@ -229,7 +202,6 @@ struct MvStage1::Impl {
     ThreadPool& tp = *pool;
     const int64_t N = 2 * n, d = a.dim, I = a.intermediate_size, V = a.vocab_size;
     const int64_t H = a.n_head, hd = a.head_dim(), kvd = kv_dim(), qd = H * hd;
-    const int64_t group = a.n_head / a.n_local_heads;
     const int64_t pos0 = st.pos;
     const float eps = static_cast<float>(a.norm_eps);
 
@@ -244,10 +216,6 @@ struct MvStage1::Impl {
     float* u = buf(N * I);
     const int64_t max_keys = pos0 + n;
     float* scores = buf(static_cast<int64_t>(tp.size()) * max_keys);
-    // One step (n == 1): every head's scores of both rows, and per-chunk partial outputs.
-    const int64_t chunks = (max_keys + kKeyChunk - 1) / kKeyChunk;
-    float* scores1 = n == 1 ? buf(N * H * max_keys) : nullptr;
-    float* part = n == 1 ? buf(N * chunks * qd) : nullptr;
 
     // x = tok_emb + pos_emb (+ speaker term on row 0)
     std::vector<float>& tmp = row_tmp_;
@@ -274,27 +242,18 @@ struct MvStage1::Impl {
       for (int64_t r = 0; r < N; ++r) {
         const int64_t b = r / n, p = pos0 + r % n;
         const float* kr = qkv + r * qkv_dim() + qd;
-        std::memcpy(st.k(l, p, b), kr, static_cast<size_t>(kvd) * sizeof(float));
-        std::memcpy(st.v(l, p, b), kr + kvd, static_cast<size_t>(kvd) * sizeof(float));
+        st.put(l, p, b, kr, kr + kvd);
       }
+      // Every (row, head) on its own: each streams its head's keys and values in order.
       auto attend = [&](int tid, int nt) {
         float* sc = scores + static_cast<int64_t>(tid) * max_keys;
         for (int64_t item = tid; item < N * H; item += nt) {
           const int64_t r = item / H, h = item % H;
-          const int64_t b = r / n, p = pos0 + r % n, kh = h / group;
-          const float* q = qkv + r * qkv_dim() + h * hd;
-          const int64_t stride = st.pos_stride();
-          ops::dot_rows(q, st.k(l, 0, b) + kh * hd, stride, p + 1, hd, scale, sc);
-          ops::softmax(sc, p + 1);
-          float* o = att + r * qd + h * hd;
-          std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
-          ops::axpy_rows(sc, st.v(l, 0, b) + kh * hd, stride, p + 1, hd, o);
+          attend_head(st, l, r / n, h, pos0 + r % n, qkv + r * qkv_dim() + h * hd, scale, sc,
+                      att + r * qd + h * hd);
         }
       };
-      if (n == 1)
-        attend_step(st, l, pos0, qkv, scale, part, scores1, att);
-      else
-        tp.run(std::ref(attend));
+      tp.run(std::ref(attend));
       models::apply_linear(L.wo, att, N, y, tp);
       ops::add(x, y, x, N * d);
 

@@ -159,6 +159,7 @@ struct MvStage2::Impl {
     lay->layers = a.n_layer;
     lay->rows = 1;
     lay->kv_dim = a.n_embd;
+    lay->kv_heads = a.n_head;  // f32 keys and values: stage 2 runs once per utterance
     lay->max_positions = a.block_size;
     layout = std::move(lay);
   }
@@ -274,33 +275,25 @@ struct MvStage2::Impl {
       apply_norm(L.ln1, x, xn, T);
       models::apply_linear(L.c_attn, xn, T, qkv, tp);
       // Keys and values: from the cache (causal, after appending this pass) or from this pass.
-      const float* kbase;
-      const float* vbase;
-      int64_t kstride;
-      if (st) {
-        for (int64_t t = 0; t < T; ++t) {
-          std::memcpy(st->k(l, pos0 + t, 0), qkv + t * 3 * d + d, static_cast<size_t>(d) * 4);
-          std::memcpy(st->v(l, pos0 + t, 0), qkv + t * 3 * d + 2 * d, static_cast<size_t>(d) * 4);
-        }
-        kbase = st->k(l, 0, 0);
-        vbase = st->v(l, 0, 0);
-        kstride = st->pos_stride();
-      } else {
-        kbase = qkv + d;
-        vbase = qkv + 2 * d;
-        kstride = 3 * d;
-      }
+      if (st)
+        for (int64_t t = 0; t < T; ++t)
+          st->put(l, pos0 + t, 0, qkv + t * 3 * d + d, qkv + t * 3 * d + 2 * d);
       auto attend = [&](int tid, int nt) {
         float* sc = scores + static_cast<int64_t>(tid) * n_keys_max;
         for (int64_t item = tid; item < T * H; item += nt) {
           const int64_t t = item / H, h = item % H;
           const int64_t nk = st ? pos0 + t + 1 : T;
           const float* q = qkv + t * 3 * d + h * hd;
-          ops::dot_rows(q, kbase + h * hd, kstride, nk, hd, scale, sc);
+          // Head h's keys and values: the cache's (rows hd apart) or this pass's (3d apart).
+          const float* kh =
+              st ? static_cast<const float*>(st->keys(l, 0, h, nk).data) : qkv + d + h * hd;
+          const float* vh = st ? st->values_f32(l, 0, h) : qkv + 2 * d + h * hd;
+          const int64_t stride = st ? hd : 3 * d;
+          ops::dot_rows(q, kh, stride, nk, hd, scale, sc);
           ops::softmax(sc, nk);
           float* o = att + t * d + h * hd;
           std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
-          ops::axpy_rows(sc, vbase + h * hd, kstride, nk, hd, o);
+          ops::axpy_rows(sc, vh, stride, nk, hd, o);
         }
       };
       tp.run(std::ref(attend));

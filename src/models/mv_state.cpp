@@ -1,45 +1,84 @@
 #include "mv_state.h"
 
 #include <algorithm>
+#include <cstring>
+#include <utility>
 
 #include "cachet/error.h"
+#include "cachet/quant.h"
 #include "cachet/state_file.h"
 
 namespace cachet::models {
 
 MvKvState::MvKvState(std::shared_ptr<const MvKvLayout> lay)
-    : layout(std::move(lay)), kv(static_cast<size_t>(2 * layout->layers)) {}
+    : layout(std::move(lay)), kv_(static_cast<size_t>(2 * layout->layers)) {
+  CACHET_CHECK(layout->kv_type == DType::F32 || layout->kv_type == DType::BF16,
+               "metavoice: KV cache type must be F32 or BF16");
+  CACHET_CHECK(layout->kv_heads > 0 && layout->kv_dim % layout->kv_heads == 0, "metavoice: kv_dim ",
+               layout->kv_dim, " is not a multiple of ", layout->kv_heads, " heads");
+}
 
 void MvKvState::reset() {
-  for (auto& c : kv) c.clear();
+  for (auto& c : kv_) {
+    c.clear();
+    c.shrink_to_fit();
+  }
+  capacity_ = 0;
   pos = 0;
   text_ended = false;
 }
 
 size_t MvKvState::bytes() const {
   size_t b = sizeof(*this);
-  for (const auto& c : kv) b += c.capacity() * sizeof(float);
+  for (const auto& c : kv_) b += c.capacity();
   return b;
 }
 
 void MvKvState::reserve_positions(int64_t n) {
   if (n > layout->max_positions)
     fail("metavoice: ", n, " positions exceed block_size ", layout->max_positions);
-  const size_t need = static_cast<size_t>(n * pos_stride());
-  for (auto& c : kv) {
-    if (c.size() >= need) continue;
-    if (c.capacity() < need) {
-      const size_t cap = std::max(
-          need,
-          std::min(2 * c.capacity(), static_cast<size_t>(layout->max_positions * pos_stride())));
-      c.reserve(cap);
+  if (n <= capacity_) return;
+  const int64_t cap = std::max(n, std::min(2 * capacity_, layout->max_positions));
+  const int64_t blocks = layout->rows * layout->kv_heads;
+  const size_t old_block = head_bytes(capacity_), new_block = head_bytes(cap);
+  for (auto& c : kv_) {
+    std::vector<uint8_t> grown(static_cast<size_t>(blocks) * new_block);
+    for (int64_t b = 0; b < blocks; ++b)
+      if (old_block) std::memcpy(grown.data() + b * new_block, c.data() + b * old_block, old_block);
+    c = std::move(grown);
+  }
+  capacity_ = cap;
+}
+
+void MvKvState::put(int64_t layer, int64_t p, int64_t row, const float* k, const float* v) {
+  const int64_t hd = layout->head_dim();
+  for (int64_t h = 0; h < layout->kv_heads; ++h) {
+    uint8_t* kd = block(layer, 0, row, h) + head_bytes(p);
+    uint8_t* vd = block(layer, 1, row, h) + head_bytes(p);
+    if (layout->kv_type == DType::F32) {
+      std::memcpy(kd, k + h * hd, head_bytes(1));
+      std::memcpy(vd, v + h * hd, head_bytes(1));
+    } else {
+      quantize_row(DType::BF16, k + h * hd, kd, hd);
+      quantize_row(DType::BF16, v + h * hd, vd, hd);
     }
-    c.resize(need);
   }
 }
 
+MatView MvKvState::keys(int64_t layer, int64_t row, int64_t h, int64_t n) const {
+  return MatView{layout->kv_type, n, layout->head_dim(), block(layer, 0, row, h), head_bytes(1)};
+}
+
+const float* MvKvState::values_f32(int64_t layer, int64_t row, int64_t h) const {
+  return reinterpret_cast<const float*>(block(layer, 1, row, h));
+}
+
+const uint16_t* MvKvState::values_bf16(int64_t layer, int64_t row, int64_t h) const {
+  return reinterpret_cast<const uint16_t*>(block(layer, 1, row, h));
+}
+
 // Sections: "position", "text_ended", the layout sizes (checked on load) and per layer
-// "k.N" / "v.N" (f32, [position][rows][kv_dim]).
+// "k.N" / "v.N" ([rows][kv_heads][position][head_dim] in the cache's type, F32 or BF16).
 void MvKvState::save(const std::string& path) const {
   StateWriter w(layout->arch, layout->fingerprint);
   w.add_i64("position", pos);
@@ -47,12 +86,19 @@ void MvKvState::save(const std::string& path) const {
   w.add_i64("layers", layout->layers);
   w.add_i64("rows", layout->rows);
   w.add_i64("kv_dim", layout->kv_dim);
-  const size_t n = static_cast<size_t>(pos * pos_stride());
-  for (int64_t l = 0; l < layout->layers; ++l) {
-    w.add_section_ref("k." + std::to_string(l), kv[2 * l].data(), n * sizeof(float), DType::F32);
-    w.add_section_ref("v." + std::to_string(l), kv[2 * l + 1].data(), n * sizeof(float),
-                      DType::F32);
-  }
+  w.add_i64("kv_heads", layout->kv_heads);
+  const int64_t blocks = layout->rows * layout->kv_heads;
+  const size_t used = head_bytes(pos);
+  std::vector<uint8_t> packed(static_cast<size_t>(blocks) * used);
+  for (int64_t l = 0; l < layout->layers; ++l)
+    for (int kind = 0; kind < 2; ++kind) {
+      for (int64_t b = 0; b < blocks; ++b)
+        if (used)
+          std::memcpy(packed.data() + b * used,
+                      kv_[2 * l + kind].data() + b * head_bytes(capacity_), used);
+      w.add_section((kind == 0 ? "k." : "v.") + std::to_string(l), packed.data(), packed.size(),
+                    layout->kv_type);
+    }
   w.write(path);
 }
 
@@ -68,6 +114,7 @@ std::unique_ptr<MvKvState> MvKvState::load(std::shared_ptr<const MvKvLayout> lay
   check("layers", lay->layers);
   check("rows", lay->rows);
   check("kv_dim", lay->kv_dim);
+  check("kv_heads", lay->kv_heads);
   const int64_t pos = r.i64("position");
   if (pos < 0 || pos > lay->max_positions)
     fail(path, ": state position ", pos, " is outside [0, ", lay->max_positions, "]");
@@ -75,11 +122,20 @@ std::unique_ptr<MvKvState> MvKvState::load(std::shared_ptr<const MvKvLayout> lay
   if (te != 0 && te != 1) fail(path, ": state section 'text_ended' is ", te, ", not 0 or 1");
   auto st = std::make_unique<MvKvState>(lay);
   st->reserve_positions(pos);
-  const size_t n = static_cast<size_t>(pos * st->pos_stride());
-  for (int64_t l = 0; l < lay->layers; ++l) {
-    r.read_exact("k." + std::to_string(l), st->kv[2 * l].data(), n * sizeof(float));
-    r.read_exact("v." + std::to_string(l), st->kv[2 * l + 1].data(), n * sizeof(float));
-  }
+  const int64_t blocks = lay->rows * lay->kv_heads;
+  const size_t used = st->head_bytes(pos);
+  for (int64_t l = 0; l < lay->layers; ++l)
+    for (int kind = 0; kind < 2; ++kind) {
+      const std::string name = (kind == 0 ? "k." : "v.") + std::to_string(l);
+      if (r.section_dtype(name) != lay->kv_type)
+        fail(path, ": state section '", name, "' holds ", dtype_name(r.section_dtype(name)),
+             ", this model's cache is ", dtype_name(lay->kv_type));
+      const auto data = r.section_exact(name, static_cast<size_t>(blocks) * used);
+      for (int64_t b = 0; b < blocks; ++b)
+        if (used)
+          std::memcpy(st->kv_[2 * l + kind].data() + b * st->head_bytes(st->capacity_),
+                      data.data() + b * used, used);
+    }
   st->pos = pos;
   st->text_ended = te == 1;
   return st;

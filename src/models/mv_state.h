@@ -1,13 +1,20 @@
 // The KV-cache state shared by the MetaVoice GPT stages: per layer, the keys and values of every
 // position consumed so far for `rows` sequences that advance together (the two guidance rows
 // of stage 1; one sequence for stage 2).
+//
+// Each (layer, row, head) has its keys and its values as one contiguous [capacity, head_dim]
+// block, so that attending a head streams its cache from memory in order. The elements are f32,
+// or bf16 (half the bytes to read per step) when the model's matrices are not full precision.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "cachet/dtype.h"
+#include "cachet/kernels.h"
 #include "cachet/state_impl.h"
 
 namespace cachet::models {
@@ -16,7 +23,12 @@ struct MvKvLayout {
   std::string arch;  // "metavoice_stage1" | "metavoice_stage2"
   uint64_t fingerprint = 0;
   int64_t layers = 0, rows = 0, kv_dim = 0;
-  int64_t max_positions = 0;  // block_size
+  int64_t kv_heads = 1;        // kv_dim = kv_heads * head_dim
+  DType kv_type = DType::F32;  // F32 or BF16
+  int64_t max_positions = 0;   // block_size
+
+  int64_t head_dim() const { return kv_dim / kv_heads; }
+  size_t elem_bytes() const { return kv_type == DType::BF16 ? 2 : 4; }
 };
 
 class MvKvState final : public StateImpl {
@@ -35,20 +47,37 @@ class MvKvState final : public StateImpl {
   // Makes room for positions [0, n) (n <= max_positions); capacity grows geometrically, so
   // steps allocate only now and then.
   void reserve_positions(int64_t n);
-  // Key / value row of sequence `row` at position p (p < the reserved count), [kv_dim] floats.
-  float* k(int64_t layer, int64_t p, int64_t row) {
-    return kv[2 * layer].data() + (p * layout->rows + row) * layout->kv_dim;
-  }
-  float* v(int64_t layer, int64_t p, int64_t row) {
-    return kv[2 * layer + 1].data() + (p * layout->rows + row) * layout->kv_dim;
-  }
-  // Floats between the keys of consecutive positions of one row.
-  int64_t pos_stride() const { return layout->rows * layout->kv_dim; }
+  // Stores the key and value rows ([kv_dim] f32 each, all heads) of sequence `row` at position p
+  // (p < the reserved count), rounded to bf16 in a bf16 cache.
+  void put(int64_t layer, int64_t p, int64_t row, const float* k, const float* v);
+  // The keys of head h of sequence `row`, positions [0, n), as an [n, head_dim] matrix.
+  MatView keys(int64_t layer, int64_t row, int64_t h, int64_t n) const;
+  // The values of head h of sequence `row` from position 0 on, rows head_dim apart: f32 (an F32
+  // cache) or bf16 bits (a BF16 cache).
+  const float* values_f32(int64_t layer, int64_t row, int64_t h) const;
+  const uint16_t* values_bf16(int64_t layer, int64_t row, int64_t h) const;
 
   std::shared_ptr<const MvKvLayout> layout;
-  std::vector<std::vector<float>> kv;  // per layer: keys, then values; [pos][rows][kv_dim]
   int64_t pos = 0;
   bool text_ended = false;  // stage 2, spk_emb_on_text == false: the end of text was seen
+
+ private:
+  // kind 0: keys, 1: values.
+  const uint8_t* block(int64_t layer, int kind, int64_t row, int64_t h) const {
+    return kv_[2 * layer + kind].data() +
+           static_cast<size_t>((row * layout->kv_heads + h) * capacity_ * layout->head_dim()) *
+               layout->elem_bytes();
+  }
+  uint8_t* block(int64_t layer, int kind, int64_t row, int64_t h) {
+    return const_cast<uint8_t*>(std::as_const(*this).block(layer, kind, row, h));
+  }
+  // Bytes of one head's first n positions.
+  size_t head_bytes(int64_t n) const {
+    return static_cast<size_t>(n * layout->head_dim()) * layout->elem_bytes();
+  }
+
+  std::vector<std::vector<uint8_t>> kv_;  // per layer: keys, then values; [rows][heads][cap][hd]
+  int64_t capacity_ = 0;                  // positions per head block
 };
 
 }  // namespace cachet::models

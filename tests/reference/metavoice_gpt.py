@@ -162,6 +162,7 @@ class Stage1:
         self.w = {k: v.to(dtype) for k, v in w.items()}
         self.dtype = dtype
         self.act_round = None
+        self.kv_bf16 = False
         self.setup_caches()
 
     def round_activations(self, how):
@@ -169,6 +170,11 @@ class Stage1:
         activations: None (exact), "bf16", or ("int8", block): symmetric 8-bit per block of
         `block` values (scale max|x| / 127), as Q8_0 (32) / Q8_K (256) do."""
         self.act_round = how
+
+    def round_kv(self, on):
+        """Keeps keys and values in bf16 and rounds the queries to bf16 for the scores, like an
+        engine with a bf16 KV cache whose score kernel multiplies bf16 pairs."""
+        self.kv_bf16 = on
 
     def _mm(self, x, name):
         how = self.act_round
@@ -210,6 +216,8 @@ class Stage1:
             q = q.view(bsz, S, H, hd).transpose(1, 2)
             k = k.view(bsz, S, KV, hd).transpose(1, 2)
             v = v.view(bsz, S, KV, hd).transpose(1, 2)
+            if self.kv_bf16:
+                q, k, v = (t.to(torch.bfloat16).to(t.dtype) for t in (q, k, v))
             self.k_cache[i][:, :, input_pos] = k
             self.v_cache[i][:, :, input_pos] = v
             kk = self.k_cache[i].repeat_interleave(H // KV, dim=1)

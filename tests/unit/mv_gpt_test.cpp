@@ -218,6 +218,40 @@ TEST(MvGptStage1, ForkResetSaveLoad) {
   std::filesystem::remove(path);
 }
 
+TEST(MvGptStage1, QuantizedModelsCacheBf16ForkSaveLoad) {
+  // Models with quantized or bf16 matrices keep keys and values in bf16: half the bytes of an
+  // f32 model's cache, and forks and saved states continue exactly as the original.
+  MvStage1Args a = tiny1();
+  a.block_size = 64;
+  a.dim = 256;
+  a.intermediate_size = 256;
+  a.speaker_emb_dim = 256;
+  auto f32 = model1(a, 3, DType::F32);
+  auto q = model1(a, 3, DType::Q8_0);
+  const auto spk = speaker(256, 0.1f);
+  const auto p = seq(40, 70), cont = seq(5, 70, 3);
+  std::vector<float> lg;
+  State sf = f32->new_state(), sq = q->new_state();
+  f32->forward(sf, p, p, spk.data(), lg, false);
+  q->forward(sq, p, p, spk.data(), lg, false);
+  const size_t kv_f32 = 2 * 2 * 40 * 2 * 128 * 4;  // layers, k/v, positions, rows, kv_dim, f32
+  EXPECT_GE(sf.bytes(), kv_f32);
+  EXPECT_LT(sq.bytes(), sf.bytes() * 6 / 10);
+  EXPECT_GE(sq.bytes(), kv_f32 / 2);
+
+  State fork = sq.fork();
+  const std::string path = temp_path("s1q.state");
+  sq.save(path);
+  const auto ref = run1(*q, sq, cont, cont, spk.data(), 1);
+  EXPECT_EQ(max_diff(ref, run1(*q, fork, cont, cont, spk.data(), 1)), 0.0f);
+  State l = q->load_state(path);
+  EXPECT_EQ(l.position(), 40);
+  EXPECT_EQ(max_diff(ref, run1(*q, l, cont, cont, spk.data(), 1)), 0.0f);
+  // The f32 model refuses it (another model), and so does a model with a different cache.
+  EXPECT_THROW(f32->load_state(path), Error);
+  std::filesystem::remove(path);
+}
+
 TEST(MvGptStage1, StateOfAnotherModelIsRejected) {
   auto m = model1(tiny1(), 1), other = model1(tiny1(), 2);
   MvStage1Args a2 = tiny1();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cachet/cpu.h"
+#include "cachet/half.h"
 #include "cachet/ops.h"
 
 namespace {
@@ -501,6 +502,32 @@ TEST(OpsBlas, DotRowsAndAxpyRowsEqualTheirLoops) {
         cachet::ops::axpy(w[j], cache.data() + j * stride, y2.data(), n);
       EXPECT_EQ(y1, y2) << tag << " axpy_rows n=" << n;
       for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y1[i], yr[i], 1e-4) << tag << " axpy_rows";
+    }
+  }
+}
+
+TEST(OpsBlas, AxpyRowsBf16EqualsAxpyRowsOnWidenedRows) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    const std::string tag(cachet::isa_name(isa));
+    for (int64_t n : {1, 17, 64, 128, 200, 256}) {
+      const int64_t count = 37, stride = n + 23;
+      const auto f = random_vec(count * stride, -2.0f, 2.0f, 18 + static_cast<uint32_t>(n));
+      std::vector<uint16_t> bf(f.size());
+      std::vector<float> widened(f.size());
+      for (size_t i = 0; i < f.size(); ++i) {
+        bf[i] = cachet::f32_to_bf16(f[i]);
+        widened[i] = cachet::bf16_to_f32(bf[i]);
+      }
+      const auto w = random_vec(count, 0.0f, 1.0f, 19);
+      const auto y0 = random_vec(n, -1.0f, 1.0f, 20);
+      std::vector<float> got(y0), want(y0), ref(y0);
+      cachet::ops::axpy_rows_bf16(w.data(), bf.data(), stride, count, n, got.data());
+      cachet::ops::axpy_rows(w.data(), widened.data(), stride, count, n, want.data());
+      cachet::ops::ref::axpy_rows_bf16(w.data(), bf.data(), stride, count, n, ref.data());
+      EXPECT_EQ(got, want) << tag << " axpy_rows_bf16 n=" << n;
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_NEAR(got[i], ref[i], 1e-4) << tag << " axpy_rows_bf16 n=" << n << " i=" << i;
     }
   }
 }
