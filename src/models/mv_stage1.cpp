@@ -116,6 +116,11 @@ struct MvStage1::Impl {
     lay->kv_heads = a.n_local_heads;
     const DType wt = layers.empty() ? DType::F32 : layers[0].wqkv.w.type;
     lay->kv_type = wt == DType::F32 || wt == DType::F16 ? DType::F32 : DType::BF16;
+    const int64_t hd = a.head_dim();
+    if (lay->kv_type == DType::BF16 && hd <= 512 &&
+        preferred_layout(MatView{DType::BF16, 16, hd, nullptr, static_cast<size_t>(hd) * 2}) ==
+            MatLayout::BF16_X16)
+      lay->key_layout = MatLayout::BF16_X16;
     lay->max_positions = a.block_size;
     layout = std::move(lay);
   }
@@ -215,7 +220,8 @@ struct MvStage1::Impl {
     float* g = buf(N * I);
     float* u = buf(N * I);
     const int64_t max_keys = pos0 + n;
-    float* scores = buf(static_cast<int64_t>(tp.size()) * max_keys);
+    const int64_t score_room = (max_keys + 15) / 16 * 16;  // >= st.key_rows(max_keys)
+    float* scores = buf(static_cast<int64_t>(tp.size()) * score_room);
 
     // x = tok_emb + pos_emb (+ speaker term on row 0)
     std::vector<float>& tmp = row_tmp_;
@@ -246,7 +252,7 @@ struct MvStage1::Impl {
       }
       // Every (row, head) on its own: each streams its head's keys and values in order.
       auto attend = [&](int tid, int nt) {
-        float* sc = scores + static_cast<int64_t>(tid) * max_keys;
+        float* sc = scores + static_cast<int64_t>(tid) * score_room;
         for (int64_t item = tid; item < N * H; item += nt) {
           const int64_t r = item / H, h = item % H;
           attend_head(st, l, r / n, h, pos0 + r % n, qkv + r * qkv_dim() + h * hd, scale, sc,
