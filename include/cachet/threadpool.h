@@ -30,6 +30,8 @@ class ThreadPool {
   // up by the time every chunk is claimed is not waited for. So a descheduled worker (a busy
   // machine) costs at most the chunk it holds. fn must not depend on which thread runs it.
   void for_chunks(int64_t n_chunks, const std::function<void(int64_t)>& fn);
+  // The same with the index of the thread running each chunk (< size()), for per-thread scratch.
+  void for_chunks_with_thread(int64_t n_chunks, const std::function<void(int64_t, int)>& fn);
 
   // Range of [0, n) for thread i of k, boundaries rounded to grain.
   static void split(int64_t n, int64_t grain, int i, int k, int64_t* begin, int64_t* end);

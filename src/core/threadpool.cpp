@@ -93,14 +93,21 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
 }
 
 void ThreadPool::for_chunks(int64_t n_chunks, const std::function<void(int64_t)>& fn) {
+  const auto with_thread = [&](int64_t c, int) { fn(c); };
+  for_chunks_with_thread(n_chunks, std::cref(with_thread));
+}
+
+void ThreadPool::for_chunks_with_thread(int64_t n_chunks,
+                                        const std::function<void(int64_t, int)>& fn) {
   if (n_chunks <= 0) return;
   if (n_threads_ == 1 || n_chunks == 1) {
-    for (int64_t c = 0; c < n_chunks; ++c) fn(c);
+    for (int64_t c = 0; c < n_chunks; ++c) fn(c, 0);
     return;
   }
   next_chunk_.store(0, std::memory_order_relaxed);
-  const auto job = [&](int, int) {
-    for (int64_t c; (c = next_chunk_.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) fn(c);
+  const auto job = [&](int tid, int) {
+    for (int64_t c; (c = next_chunk_.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)
+      fn(c, tid);
   };
   dispatch(std::cref(job), true);
 }

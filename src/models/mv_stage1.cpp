@@ -251,15 +251,12 @@ struct MvStage1::Impl {
         st.put(l, p, b, kr, kr + kvd);
       }
       // Every (row, head) on its own: each streams its head's keys and values in order.
-      auto attend = [&](int tid, int nt) {
-        float* sc = scores + static_cast<int64_t>(tid) * score_room;
-        for (int64_t item = tid; item < N * H; item += nt) {
-          const int64_t r = item / H, h = item % H;
-          attend_head(st, l, r / n, h, pos0 + r % n, qkv + r * qkv_dim() + h * hd, scale, sc,
-                      att + r * qd + h * hd);
-        }
+      auto attend = [&](int64_t item, int tid) {
+        const int64_t r = item / H, h = item % H;
+        attend_head(st, l, r / n, h, pos0 + r % n, qkv + r * qkv_dim() + h * hd, scale,
+                    scores + static_cast<int64_t>(tid) * score_room, att + r * qd + h * hd);
       };
-      tp.run(std::ref(attend));
+      tp.for_chunks_with_thread(N * H, std::cref(attend));
       models::apply_linear(L.wo, att, N, y, tp);
       ops::add(x, y, x, N * d);
 

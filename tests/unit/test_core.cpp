@@ -113,6 +113,29 @@ TEST(ThreadPool, RunGivesEachIndexExactlyOnceWhileChunkJobsSkipLateWorkers) {
   }
 }
 
+TEST(ThreadPool, ChunkJobsWithThreadNeverShareAThreadIndex) {
+  // Each chunk sees the index of the thread running it: no two chunks run at the same time
+  // with the same index (per-thread scratch is safe), and every index is below size().
+  for (int n : {1, 2, 3}) {
+    ThreadPool pool(n);
+    for (int rep = 0; rep < 200; ++rep) {
+      const int64_t chunks = 1 + rep % 13;
+      std::vector<std::atomic<int>> busy(static_cast<size_t>(n)), hit(static_cast<size_t>(chunks));
+      std::atomic<int> clashes{0};
+      pool.for_chunks_with_thread(chunks, [&](int64_t c, int tid) {
+        ASSERT_GE(tid, 0);
+        ASSERT_LT(tid, n);
+        if (busy[static_cast<size_t>(tid)]++ != 0) clashes++;
+        if (rep % 40 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+        busy[static_cast<size_t>(tid)]--;
+        hit[static_cast<size_t>(c)]++;
+      });
+      EXPECT_EQ(clashes.load(), 0);
+      for (auto& h : hit) ASSERT_EQ(h.load(), 1) << "threads " << n << " rep " << rep;
+    }
+  }
+}
+
 TEST(ThreadPool, ChunkJobsPropagateExceptions) {
   ThreadPool pool(3);
   EXPECT_THROW(pool.for_chunks(10, [](int64_t c) {
