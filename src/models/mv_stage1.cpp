@@ -116,11 +116,6 @@ struct MvStage1::Impl {
     lay->kv_heads = a.n_local_heads;
     const DType wt = layers.empty() ? DType::F32 : layers[0].wqkv.w.type;
     lay->kv_type = wt == DType::F32 || wt == DType::F16 ? DType::F32 : DType::BF16;
-    const int64_t hd = a.head_dim();
-    if (lay->kv_type == DType::BF16 && hd <= 512 &&
-        preferred_layout(MatView{DType::BF16, 16, hd, nullptr, static_cast<size_t>(hd) * 2}) ==
-            MatLayout::BF16_X16)
-      lay->key_layout = MatLayout::BF16_X16;
     lay->max_positions = a.block_size;
     layout = std::move(lay);
   }
@@ -220,8 +215,7 @@ struct MvStage1::Impl {
     float* g = buf(N * I);
     float* u = buf(N * I);
     const int64_t max_keys = pos0 + n;
-    const int64_t score_room = (max_keys + 15) / 16 * 16;  // >= st.key_rows(max_keys)
-    float* scores = buf(static_cast<int64_t>(tp.size()) * score_room);
+    float* scores = buf(static_cast<int64_t>(tp.size()) * max_keys);
 
     // x = tok_emb + pos_emb (+ speaker term on row 0)
     std::vector<float>& tmp = row_tmp_;
@@ -254,7 +248,7 @@ struct MvStage1::Impl {
       auto attend = [&](int64_t item, int tid) {
         const int64_t r = item / H, h = item % H;
         attend_head(st, l, r / n, h, pos0 + r % n, qkv + r * qkv_dim() + h * hd, scale,
-                    scores + static_cast<int64_t>(tid) * score_room, att + r * qd + h * hd);
+                    scores + static_cast<int64_t>(tid) * max_keys, att + r * qd + h * hd);
       };
       tp.for_chunks_with_thread(N * H, std::cref(attend));
       models::apply_linear(L.wo, att, N, y, tp);

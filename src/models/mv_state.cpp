@@ -16,28 +16,33 @@ MvKvState::MvKvState(std::shared_ptr<const MvKvLayout> lay)
                "metavoice: KV cache type must be F32 or BF16");
   CACHET_CHECK(layout->kv_heads > 0 && layout->kv_dim % layout->kv_heads == 0, "metavoice: kv_dim ",
                layout->kv_dim, " is not a multiple of ", layout->kv_heads, " heads");
-  CACHET_CHECK(layout->kv_type == DType::F32 || layout->head_dim() <= 512,
-               "metavoice: a bf16 KV cache takes head_dim up to 512, not ", layout->head_dim());
-  CACHET_CHECK(layout->key_layout == MatLayout::Rows ||
-                   (layout->key_layout == MatLayout::BF16_X16 && layout->kv_type == DType::BF16 &&
-                    layout->head_dim() % 32 == 0),
-               "metavoice: unsupported key layout");
+}
+
+MvKvState::MvKvState(const MvKvState& o) : StateImpl(o), layout(o.layout), kv_(o.kv_.size()) {
+  reserve_positions(o.pos);
+  const int64_t blocks = layout->rows * layout->kv_heads;
+  for (size_t i = 0; i < kv_.size(); ++i) {
+    const size_t used = o.used_bytes();
+    for (int64_t b = 0; b < blocks; ++b)
+      if (used)
+        std::memcpy(kv_[i].data() + b * head_bytes(capacity_),
+                    o.kv_[i].data() + b * o.head_bytes(o.capacity_), used);
+  }
+  pos = o.pos;
+  text_ended = o.text_ended;
 }
 
 void MvKvState::reset() {
-  for (auto& c : kv_) {
-    c.clear();
-    c.shrink_to_fit();
-  }
+  for (auto& c : kv_) c.p.reset();
   capacity_ = 0;
   pos = 0;
   text_ended = false;
 }
 
 size_t MvKvState::bytes() const {
-  size_t b = sizeof(*this);
-  for (const auto& c : kv_) b += c.capacity();
-  return b;
+  // What the positions in use take (pages past them are not touched until written).
+  return sizeof(*this) +
+         static_cast<size_t>(layout->layers * layout->rows * layout->kv_heads) * 2 * used_bytes();
 }
 
 void MvKvState::reserve_positions(int64_t n) {
@@ -45,60 +50,35 @@ void MvKvState::reserve_positions(int64_t n) {
     fail("metavoice: ", n, " positions exceed block_size ", layout->max_positions);
   if (n <= capacity_) return;
   int64_t cap = std::max(n, std::min(2 * capacity_, layout->max_positions));
-  if (x16()) cap = (cap + 15) / 16 * 16;  // whole groups of 16 positions
   const int64_t blocks = layout->rows * layout->kv_heads;
   const size_t old_block = head_bytes(capacity_), new_block = head_bytes(cap);
-  for (auto& c : kv_) {
-    std::vector<uint8_t> grown(static_cast<size_t>(blocks) * new_block);
+  for (size_t i = 0; i < kv_.size(); ++i) {
+    Bytes grown{std::unique_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(blocks) * new_block])};
+    const size_t used = std::min(used_bytes(), old_block);
     for (int64_t b = 0; b < blocks; ++b)
-      if (old_block) std::memcpy(grown.data() + b * new_block, c.data() + b * old_block, old_block);
-    c = std::move(grown);
+      if (used) std::memcpy(grown.data() + b * new_block, kv_[i].data() + b * old_block, used);
+    kv_[i] = std::move(grown);
   }
   capacity_ = cap;
 }
 
-// BF16_X16 (see repack.h): group p / 16 of 16 positions, then per 32 columns a chunk of 16
-// vectors of 64 bytes; vector k of a chunk holds, in its 4-byte lane p % 16, the chunk's
-// columns 2k and 2k + 1. Column pair i is thus 64 i bytes into the group, lane p % 16.
-void MvKvState::get_key(const uint8_t* blk, int64_t p, uint8_t* dst) const {
-  if (!x16()) {
-    std::memcpy(dst, blk + head_bytes(p), head_bytes(1));
-    return;
-  }
-  const uint8_t* g = blk + head_bytes(p / 16 * 16) + 4 * (p % 16);
-  for (int64_t pair = 0; pair < layout->head_dim() / 2; ++pair)
-    std::memcpy(dst + 4 * pair, g + 64 * pair, 4);
-}
-
-void MvKvState::set_key(uint8_t* blk, int64_t p, const uint8_t* src) const {
-  if (!x16()) {
-    std::memcpy(blk + head_bytes(p), src, head_bytes(1));
-    return;
-  }
-  uint8_t* g = blk + head_bytes(p / 16 * 16) + 4 * (p % 16);
-  for (int64_t pair = 0; pair < layout->head_dim() / 2; ++pair)
-    std::memcpy(g + 64 * pair, src + 4 * pair, 4);
-}
-
 void MvKvState::put(int64_t layer, int64_t p, int64_t row, const float* k, const float* v) {
   const int64_t hd = layout->head_dim();
-  uint8_t key[1024];  // one head's key row in bf16 (head_dim <= 512 when bf16)
   for (int64_t h = 0; h < layout->kv_heads; ++h) {
+    uint8_t* kd = block(layer, 0, row, h) + head_bytes(p);
     uint8_t* vd = block(layer, 1, row, h) + head_bytes(p);
     if (layout->kv_type == DType::F32) {
-      set_key(block(layer, 0, row, h), p, reinterpret_cast<const uint8_t*>(k + h * hd));
+      std::memcpy(kd, k + h * hd, head_bytes(1));
       std::memcpy(vd, v + h * hd, head_bytes(1));
     } else {
-      quantize_row(DType::BF16, k + h * hd, key, hd);
-      set_key(block(layer, 0, row, h), p, key);
+      quantize_row(DType::BF16, k + h * hd, kd, hd);
       quantize_row(DType::BF16, v + h * hd, vd, hd);
     }
   }
 }
 
 MatView MvKvState::keys(int64_t layer, int64_t row, int64_t h, int64_t n) const {
-  return MatView{layout->kv_type,         key_rows(n),   layout->head_dim(),
-                 block(layer, 0, row, h), head_bytes(1), layout->key_layout};
+  return MatView{layout->kv_type, n, layout->head_dim(), block(layer, 0, row, h), head_bytes(1)};
 }
 
 const float* MvKvState::values_f32(int64_t layer, int64_t row, int64_t h) const {
@@ -127,10 +107,7 @@ void MvKvState::save(const std::string& path) const {
       for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t* src = kv_[2 * l + kind].data() + b * head_bytes(capacity_);
         uint8_t* dst = packed.data() + b * used;
-        if (kind == 0)
-          for (int64_t p = 0; p < pos; ++p) get_key(src, p, dst + head_bytes(p));
-        else if (used)
-          std::memcpy(dst, src, used);
+        if (used) std::memcpy(dst, src, used);
       }
       w.add_section((kind == 0 ? "k." : "v.") + std::to_string(l), packed.data(), packed.size(),
                     layout->kv_type);
@@ -170,10 +147,7 @@ std::unique_ptr<MvKvState> MvKvState::load(std::shared_ptr<const MvKvLayout> lay
       for (int64_t b = 0; b < blocks; ++b) {
         uint8_t* dst = st->kv_[2 * l + kind].data() + b * st->head_bytes(st->capacity_);
         const uint8_t* src = data.data() + b * used;
-        if (kind == 0)
-          for (int64_t p = 0; p < pos; ++p) st->set_key(dst, p, src + st->head_bytes(p));
-        else if (used)
-          std::memcpy(dst, src, used);
+        if (used) std::memcpy(dst, src, used);
       }
     }
   st->pos = pos;

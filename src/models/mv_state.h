@@ -25,10 +25,6 @@ struct MvKvLayout {
   int64_t layers = 0, rows = 0, kv_dim = 0;
   int64_t kv_heads = 1;        // kv_dim = kv_heads * head_dim
   DType kv_type = DType::F32;  // F32 or BF16
-  // Keys in memory: Rows, or BF16_X16 (a bf16 cache on AVX-512: groups of 16 positions
-  // interleaved for the matvec kernel, which then needs no horizontal sums). Saved states hold
-  // rows either way, so they load on any CPU.
-  MatLayout key_layout = MatLayout::Rows;
   int64_t max_positions = 0;  // block_size
 
   int64_t head_dim() const { return kv_dim / kv_heads; }
@@ -38,6 +34,9 @@ struct MvKvLayout {
 class MvKvState final : public StateImpl {
  public:
   explicit MvKvState(std::shared_ptr<const MvKvLayout> lay);
+
+  MvKvState(const MvKvState& o);  // copies the positions in use only
+  MvKvState& operator=(const MvKvState&) = delete;
 
   std::unique_ptr<StateImpl> clone() const override { return std::make_unique<MvKvState>(*this); }
   int64_t position() const override { return pos; }
@@ -54,10 +53,8 @@ class MvKvState final : public StateImpl {
   // Stores the key and value rows ([kv_dim] f32 each, all heads) of sequence `row` at position p
   // (p < the reserved count), rounded to bf16 in a bf16 cache.
   void put(int64_t layer, int64_t p, int64_t row, const float* k, const float* v);
-  // The keys of head h of sequence `row`, positions [0, n), as a matrix of key_rows(n) >= n rows
-  // (head_dim columns): its matvec writes key_rows(n) outputs, of which the first n count.
+  // The keys of head h of sequence `row`, positions [0, n), as an [n, head_dim] matrix.
   MatView keys(int64_t layer, int64_t row, int64_t h, int64_t n) const;
-  int64_t key_rows(int64_t n) const { return x16() ? (n + 15) / 16 * 16 : n; }
   // The values of head h of sequence `row` from position 0 on, rows head_dim apart: f32 (an F32
   // cache) or bf16 bits (a BF16 cache).
   const float* values_f32(int64_t layer, int64_t row, int64_t h) const;
@@ -77,17 +74,20 @@ class MvKvState final : public StateImpl {
   uint8_t* block(int64_t layer, int kind, int64_t row, int64_t h) {
     return const_cast<uint8_t*>(std::as_const(*this).block(layer, kind, row, h));
   }
-  bool x16() const { return layout->key_layout == MatLayout::BF16_X16; }
-  // Key row of position p of a head block, in the row layout: read (to dst) or written (from
-  // src), whichever layout the block has.
-  void get_key(const uint8_t* blk, int64_t p, uint8_t* dst) const;
-  void set_key(uint8_t* blk, int64_t p, const uint8_t* src) const;
+  // Bytes of a head block that hold positions [0, pos).
+  size_t used_bytes() const { return head_bytes(pos); }
   // Bytes of one head's first n positions.
   size_t head_bytes(int64_t n) const {
     return static_cast<size_t>(n * layout->head_dim()) * layout->elem_bytes();
   }
 
-  std::vector<std::vector<uint8_t>> kv_;  // per layer: keys, then values; [rows][heads][cap][hd]
+  // Storage that is not zeroed when allocated: only positions written are ever read, and pages
+  // are touched as positions fill them.
+  struct Bytes {
+    std::unique_ptr<uint8_t[]> p;
+    uint8_t* data() const { return p.get(); }
+  };
+  std::vector<Bytes> kv_;  // per layer: keys, then values; [rows][heads][capacity][head_dim]
   int64_t capacity_ = 0;                  // positions per head block
 };
 

@@ -250,9 +250,9 @@ TEST(MvGptStage1, QuantizedModelsCacheBf16ForkSaveLoad) {
   EXPECT_EQ(max_diff(ref, run1(*q, l, cont, cont, spk.data(), 1)), 0.0f);
   // The f32 model refuses it (another model).
   EXPECT_THROW(f32->load_state(path), Error);
-  // Saved keys are rows whatever the layout in memory (on AVX-512 they are interleaved for the
-  // kernel): the same model built for AVX2 (rows) loads the file and saves the same bytes, and
-  // the AVX-512 model continues from that file exactly as from its own.
+  // A state file does not depend on the CPU: the same model built for AVX2 loads the file and
+  // saves the same bytes, and the AVX-512 model continues from that file exactly as from its
+  // own.
   if (cachet::best_isa() >= cachet::Isa::Avx512) {
     const std::string path2 = temp_path("s1q2.state");
     cachet::set_isa(cachet::Isa::Avx2);
@@ -261,9 +261,8 @@ TEST(MvGptStage1, QuantizedModelsCacheBf16ForkSaveLoad) {
       State l2 = q2->load_state(path);
       EXPECT_EQ(l2.position(), 48);
       l2.save(path2);
-      // The rows it read are the keys: it continues as after its own prefill, within the two
-      // ISAs' rounding of the first 48 positions (~0.06; keys misplaced by one lane or one
-      // column pair give ~1.6).
+      // It continues as after its own prefill, within the two ISAs' rounding of the first 48
+      // positions (~0.06; keys misplaced among positions or columns give ~1.6).
       State own = q2->new_state();
       q2->forward(own, p, p, spk.data(), lg, false);
       const auto want = run1(*q2, own, cont, cont, spk.data(), 1);
