@@ -69,6 +69,8 @@ MatLayout preferred_layout(const MatView& w);
 // w rearranged into preferred_layout(w) (a copy), or w itself when that is Rows. The pool,
 // if given, packs in parallel.
 PackedMat pack_matrix(const MatView& w, ThreadPool* pool = nullptr);
+// w back in the row layout (a copy), or w itself when it is in the row layout already.
+PackedMat unpack_matrix(const MatView& w);
 // Blocks [b0, b0 + nb) of row r, in the row layout, written to dst (nb * block bytes).
 void unpack_row_blocks(const MatView& w, int64_t r, int64_t b0, int64_t nb, uint8_t* dst);
 

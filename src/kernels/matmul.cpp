@@ -8,7 +8,6 @@
 #include "cachet/half.h"
 #include "cachet/kernels.h"
 #include "cachet/quant.h"
-#include "cachet/tensor.h"
 #include "cachet/threadpool.h"
 #include "kernels/matmul_internal.h"
 
@@ -125,15 +124,8 @@ void matmul_isa(Isa isa, const MatView& w, const float* x, int64_t n, float* y, 
       !(isa >= Isa::Avx2 && n <= matmul_internal::kMatvecRowsMax)) {
     // Only the AVX-512 code reads packed rows: the others get the row layout back (slow path,
     // for a lower ISA asked for after packing).
-    const int64_t nb = w.cols / dtype_info(w.type).block_elems;
-    auto buf = aligned_buffer(rb * static_cast<size_t>(w.rows));
-    auto* p = static_cast<uint8_t*>(buf.get());
-    for (int64_t r = 0; r < w.rows; ++r) unpack_row_blocks(w, r, 0, nb, p + r * rb);
-    MatView u = w;
-    u.data = p;
-    u.row_stride = rb;
-    u.layout = MatLayout::Rows;
-    return matmul_isa(isa, u, x, n, y, pool);
+    const PackedMat rows = unpack_matrix(w);
+    return matmul_isa(isa, rows.view, x, n, y, pool);
   }
   if (isa >= Isa::Avx2 && n <= matmul_internal::kMatvecRowsMax)
     return matvec_rows(isa, w, x, n, y, pool);

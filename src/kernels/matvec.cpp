@@ -179,20 +179,14 @@ void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, X
 
 }  // namespace
 
-// matvec_rows for an X16 layout (MatLayout::Q4K_X16, Q8_0_X16): its groups of 16 rows by the
-// AVX-512 group kernel, the rows after the last group by the row kernel. Without AVX-512 (a lower
-// ISA asked for), the matrix is unpacked to the row layout for the call: slow, but the same values.
+// matvec_rows for an X16 layout (MatLayout): its groups of 16 rows by the AVX-512 group kernel,
+// the rows after the last group by the row kernel. Without AVX-512 (a lower ISA asked for), the
+// matrix is unpacked to the row layout for the call: slow, but the same values.
 static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n_rows, float* y,
                             ThreadPool& pool) {
-  const int64_t nb = w.cols / dtype_info(w.type).block_elems;
   if (isa != Isa::Avx512) {
-    auto buf = aligned_buffer(w.row_stride * static_cast<size_t>(w.rows));
-    auto* p = static_cast<uint8_t*>(buf.get());
-    for (int64_t r = 0; r < w.rows; ++r) unpack_row_blocks(w, r, 0, nb, p + r * w.row_stride);
-    MatView u = w;
-    u.data = p;
-    u.layout = MatLayout::Rows;
-    return matvec_rows(isa, u, x, n_rows, y, pool);
+    const PackedMat rows = unpack_matrix(w);
+    return matvec_rows(isa, rows.view, x, n_rows, y, pool);
   }
   thread_local XScratch xs;
   const kern::Kernel k = kern::avx512_kernel(w.type);  // for the rows after the last group

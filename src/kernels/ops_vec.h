@@ -15,6 +15,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
+
+#include "cachet/half.h"
 
 namespace cachet::ops {
 namespace {
@@ -284,54 +287,46 @@ struct VecOps {
     }
   }
   // y += w[j] * v[j * stride] for j = 0, 1, ... in order; y is kept in registers, 8 vectors
-  // at a time.
-  static void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n,
-                        float* y) {
-    int64_t c = 0;
-    for (; c + 8 * W <= n; c += 8 * W) {
-      F acc[8];
-      for (int u = 0; u < 8; ++u) acc[u] = V::load(y + c + u * W);
-      for (int64_t j = 0; j < count; ++j) {
-        if (j + kRowsAhead < count) prefetch_run(v + (j + kRowsAhead) * stride + c, 8 * W);
-        const F wv = V::set1(w[j]);
-        const float* vr = v + j * stride + c;
-        for (int u = 0; u < 8; ++u) acc[u] = V::fmadd(wv, V::load(vr + u * W), acc[u]);
-      }
-      for (int u = 0; u < 8; ++u) V::store(y + c + u * W, acc[u]);
-    }
-    if (c < n)
-      for (int64_t j = 0; j < count; ++j) axpy(w[j], v + j * stride + c, y + c, n - c);
-  }
-  // The same over rows of bf16 values (a bf16 cache), widened to f32 as they are loaded: exactly
-  // what axpy_rows gives on the widened rows.
-  static void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count,
-                             int64_t n, float* y) {
+  // at a time. The rows are f32, or bf16 (a bf16 cache) widened to f32 as they are loaded:
+  // exactly what the f32 version gives on the widened rows.
+  static F load_row(const float* p) { return V::load(p); }
+  static F load_row(const uint16_t* p) { return V::load_bf16(p); }
+  template <typename T>
+  static void axpy_rows_of(const float* w, const T* v, int64_t stride, int64_t count, int64_t n,
+                           float* y) {
+    constexpr int64_t kFloatsPerRun = 8 * W * static_cast<int64_t>(sizeof(T)) / 4;
     int64_t c = 0;
     for (; c + 8 * W <= n; c += 8 * W) {
       F acc[8];
       for (int u = 0; u < 8; ++u) acc[u] = V::load(y + c + u * W);
       for (int64_t j = 0; j < count; ++j) {
         if (j + kRowsAhead < count)
-          prefetch_run(reinterpret_cast<const float*>(v + (j + kRowsAhead) * stride + c), 4 * W);
+          prefetch_run(reinterpret_cast<const float*>(v + (j + kRowsAhead) * stride + c),
+                       kFloatsPerRun);
         const F wv = V::set1(w[j]);
-        const uint16_t* vr = v + j * stride + c;
-        for (int u = 0; u < 8; ++u) acc[u] = V::fmadd(wv, V::load_bf16(vr + u * W), acc[u]);
+        const T* vr = v + j * stride + c;
+        for (int u = 0; u < 8; ++u) acc[u] = V::fmadd(wv, load_row(vr + u * W), acc[u]);
       }
       for (int u = 0; u < 8; ++u) V::store(y + c + u * W, acc[u]);
     }
-    if (c < n) {
-      float tail[8 * W];
-      for (int64_t j = 0; j < count; ++j) {
-        for (int64_t i = c; i < n; ++i) tail[i - c] = bf16_bits_to_f32(v[j * stride + i]);
+    if (c == n) return;
+    for (int64_t j = 0; j < count; ++j) {
+      if constexpr (std::is_same_v<T, float>) {
+        axpy(w[j], v + j * stride + c, y + c, n - c);
+      } else {
+        float tail[8 * W];
+        for (int64_t i = c; i < n; ++i) tail[i - c] = bf16_to_f32(v[j * stride + i]);
         axpy(w[j], tail, y + c, n - c);
       }
     }
   }
-  static float bf16_bits_to_f32(uint16_t h) {
-    const uint32_t u = static_cast<uint32_t>(h) << 16;
-    float f;
-    __builtin_memcpy(&f, &u, 4);
-    return f;
+  static void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n,
+                        float* y) {
+    axpy_rows_of(w, v, stride, count, n, y);
+  }
+  static void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count,
+                             int64_t n, float* y) {
+    axpy_rows_of(w, v, stride, count, n, y);
   }
 
   // K at most kMaxTaps (callers check).

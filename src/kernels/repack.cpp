@@ -240,46 +240,24 @@ void bf16_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
 
 namespace {
 
-// Chunk bytes and columns of an X16 layout.
-struct X16Geometry {
+// What an X16 layout is made of: bytes and columns per chunk (one chunk: 16 rows' blocks at
+// one column position), and the functions that pack 16 rows' blocks into a chunk and take one
+// row's blocks back out.
+struct X16Format {
   int64_t chunk_bytes, chunk_cols;
+  void (*pack)(const uint8_t* const*, uint8_t*);
+  void (*unpack)(const uint8_t*, int, uint8_t*);
 };
-X16Geometry geometry(MatLayout l) {
+X16Format format(MatLayout l) {
   switch (l) {
     case MatLayout::Q4K_X16:
-      return {kern::kX16Chunk, 256};
+      return {kern::kX16Chunk, 256, kern::q4k_x16_pack, kern::q4k_x16_unpack_row};
     case MatLayout::Q6K_X16:
-      return {kern::kQ6X16Chunk, 256};
+      return {kern::kQ6X16Chunk, 256, kern::q6k_x16_pack, kern::q6k_x16_unpack_row};
     case MatLayout::BF16_X16:
-      return {kern::kBf16X16Chunk, 32};
+      return {kern::kBf16X16Chunk, 32, kern::bf16_x16_pack, kern::bf16_x16_unpack_row};
     default:
-      return {kern::kQ8X16Chunk, 32};
-  }
-}
-using PackFn = void (*)(const uint8_t* const*, uint8_t*);
-using UnpackFn = void (*)(const uint8_t*, int, uint8_t*);
-PackFn pack_fn(MatLayout l) {
-  switch (l) {
-    case MatLayout::Q4K_X16:
-      return kern::q4k_x16_pack;
-    case MatLayout::Q6K_X16:
-      return kern::q6k_x16_pack;
-    case MatLayout::BF16_X16:
-      return kern::bf16_x16_pack;
-    default:
-      return kern::q8_0_x16_pack;
-  }
-}
-UnpackFn unpack_fn(MatLayout l) {
-  switch (l) {
-    case MatLayout::Q4K_X16:
-      return kern::q4k_x16_unpack_row;
-    case MatLayout::Q6K_X16:
-      return kern::q6k_x16_unpack_row;
-    case MatLayout::BF16_X16:
-      return kern::bf16_x16_unpack_row;
-    default:
-      return kern::q8_0_x16_unpack_row;
+      return {kern::kQ8X16Chunk, 32, kern::q8_0_x16_pack, kern::q8_0_x16_unpack_row};
   }
 }
 
@@ -308,13 +286,12 @@ PackedMat pack_matrix(const MatView& w, ThreadPool* pool) {
   PackedMat p{nullptr, w};
   const MatLayout layout = preferred_layout(w);
   if (w.layout != MatLayout::Rows || layout == MatLayout::Rows) return p;
-  const X16Geometry geo = geometry(layout);
-  const size_t src_block = row_bytes(w.type, geo.chunk_cols);
-  const PackFn pack = pack_fn(layout);
+  const X16Format fmt = format(layout);
+  const size_t src_block = row_bytes(w.type, fmt.chunk_cols);
   const size_t bytes = w.row_stride * static_cast<size_t>(w.rows);
   p.buf = aligned_buffer(bytes);
   auto* dst = static_cast<uint8_t*>(p.buf.get());
-  const int64_t groups = w.rows / kern::kX16Rows, nb = w.cols / geo.chunk_cols;
+  const int64_t groups = w.rows / kern::kX16Rows, nb = w.cols / fmt.chunk_cols;
   const size_t group_bytes = w.row_stride * kern::kX16Rows;
   auto pack_groups = [&](int64_t g0, int64_t g1) {
     for (int64_t g = g0; g < g1; ++g)
@@ -322,7 +299,7 @@ PackedMat pack_matrix(const MatView& w, ThreadPool* pool) {
         const uint8_t* rows[kern::kX16Rows];
         for (int r = 0; r < kern::kX16Rows; ++r)
           rows[r] = w.row(g * kern::kX16Rows + r) + i * src_block;
-        pack(rows, dst + g * group_bytes + i * geo.chunk_bytes);
+        fmt.pack(rows, dst + g * group_bytes + i * fmt.chunk_bytes);
       }
   };
   if (pool)
@@ -346,14 +323,26 @@ void unpack_row_blocks(const MatView& w, int64_t r, int64_t b0, int64_t nb, uint
   }
   const int64_t g = r / kern::kX16Rows;
   const uint8_t* group = static_cast<const uint8_t*>(w.data) + g * kern::kX16Rows * w.row_stride;
-  const X16Geometry geo = geometry(w.layout);
-  const UnpackFn unpack = unpack_fn(w.layout);
-  const int64_t per_chunk = geo.chunk_cols / dtype_info(w.type).block_elems;  // blocks
+  const X16Format fmt = format(w.layout);
+  const int64_t per_chunk = fmt.chunk_cols / dtype_info(w.type).block_elems;  // blocks
   CACHET_CHECK(b0 % per_chunk == 0 && nb % per_chunk == 0, "unpack_row_blocks: blocks [", b0, ", ",
-               b0 + nb, ") are not whole ", geo.chunk_cols, "-column chunks");
+               b0 + nb, ") are not whole ", fmt.chunk_cols, "-column chunks");
   for (int64_t i = 0; i < nb / per_chunk; ++i)
-    unpack(group + (b0 / per_chunk + i) * geo.chunk_bytes, static_cast<int>(r % kern::kX16Rows),
+    fmt.unpack(group + (b0 / per_chunk + i) * fmt.chunk_bytes, static_cast<int>(r % kern::kX16Rows),
            dst + i * per_chunk * bb);
+}
+
+PackedMat unpack_matrix(const MatView& w) {
+  if (w.layout == MatLayout::Rows) return PackedMat{nullptr, w};
+  const size_t rb = row_bytes(w.type, w.cols);
+  const int64_t nb = w.cols / dtype_info(w.type).block_elems;
+  PackedMat p{aligned_buffer(rb * static_cast<size_t>(w.rows)), w};
+  auto* dst = static_cast<uint8_t*>(p.buf.get());
+  for (int64_t r = 0; r < w.rows; ++r) unpack_row_blocks(w, r, 0, nb, dst + r * rb);
+  p.view.data = dst;
+  p.view.row_stride = rb;
+  p.view.layout = MatLayout::Rows;
+  return p;
 }
 
 }  // namespace cachet

@@ -10,6 +10,16 @@
 
 namespace cachet::models {
 
+namespace {
+// The first `bytes` of each of `blocks` head blocks, from blocks src_stride bytes apart to blocks
+// dst_stride apart (growing, forking, saving and loading a cache all move its heads this way).
+void copy_heads(uint8_t* dst, size_t dst_stride, const uint8_t* src, size_t src_stride,
+                int64_t blocks, size_t bytes) {
+  if (bytes == 0) return;
+  for (int64_t b = 0; b < blocks; ++b) std::memcpy(dst + b * dst_stride, src + b * src_stride, bytes);
+}
+}  // namespace
+
 MvKvState::MvKvState(std::shared_ptr<const MvKvLayout> lay)
     : layout(std::move(lay)), kv_(static_cast<size_t>(2 * layout->layers)) {
   CACHET_CHECK(layout->kv_type == DType::F32 || layout->kv_type == DType::BF16,
@@ -20,14 +30,9 @@ MvKvState::MvKvState(std::shared_ptr<const MvKvLayout> lay)
 
 MvKvState::MvKvState(const MvKvState& o) : StateImpl(o), layout(o.layout), kv_(o.kv_.size()) {
   reserve_positions(o.pos);
-  const int64_t blocks = layout->rows * layout->kv_heads;
-  for (size_t i = 0; i < kv_.size(); ++i) {
-    const size_t used = o.used_bytes();
-    for (int64_t b = 0; b < blocks; ++b)
-      if (used)
-        std::memcpy(kv_[i].data() + b * head_bytes(capacity_),
-                    o.kv_[i].data() + b * o.head_bytes(o.capacity_), used);
-  }
+  for (size_t i = 0; i < kv_.size(); ++i)
+    copy_heads(kv_[i].data(), head_bytes(capacity_), o.kv_[i].data(), o.head_bytes(o.capacity_),
+               layout->rows * layout->kv_heads, o.used_bytes());
   pos = o.pos;
   text_ended = o.text_ended;
 }
@@ -49,15 +54,13 @@ void MvKvState::reserve_positions(int64_t n) {
   if (n > layout->max_positions)
     fail("metavoice: ", n, " positions exceed block_size ", layout->max_positions);
   if (n <= capacity_) return;
-  int64_t cap = std::max(n, std::min(2 * capacity_, layout->max_positions));
+  const int64_t cap = std::max(n, std::min(2 * capacity_, layout->max_positions));
   const int64_t blocks = layout->rows * layout->kv_heads;
   const size_t old_block = head_bytes(capacity_), new_block = head_bytes(cap);
-  for (size_t i = 0; i < kv_.size(); ++i) {
+  for (Bytes& c : kv_) {
     Bytes grown{std::unique_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(blocks) * new_block])};
-    const size_t used = std::min(used_bytes(), old_block);
-    for (int64_t b = 0; b < blocks; ++b)
-      if (used) std::memcpy(grown.data() + b * new_block, kv_[i].data() + b * old_block, used);
-    kv_[i] = std::move(grown);
+    copy_heads(grown.data(), new_block, c.data(), old_block, blocks, used_bytes());
+    c = std::move(grown);
   }
   capacity_ = cap;
 }
@@ -67,13 +70,8 @@ void MvKvState::put(int64_t layer, int64_t p, int64_t row, const float* k, const
   for (int64_t h = 0; h < layout->kv_heads; ++h) {
     uint8_t* kd = block(layer, 0, row, h) + head_bytes(p);
     uint8_t* vd = block(layer, 1, row, h) + head_bytes(p);
-    if (layout->kv_type == DType::F32) {
-      std::memcpy(kd, k + h * hd, head_bytes(1));
-      std::memcpy(vd, v + h * hd, head_bytes(1));
-    } else {
-      quantize_row(DType::BF16, k + h * hd, kd, hd);
-      quantize_row(DType::BF16, v + h * hd, vd, hd);
-    }
+    quantize_row(layout->kv_type, k + h * hd, kd, hd);  // F32: a copy; BF16: rounded
+    quantize_row(layout->kv_type, v + h * hd, vd, hd);
   }
 }
 
@@ -100,15 +98,11 @@ void MvKvState::save(const std::string& path) const {
   w.add_i64("kv_dim", layout->kv_dim);
   w.add_i64("kv_heads", layout->kv_heads);
   const int64_t blocks = layout->rows * layout->kv_heads;
-  const size_t used = head_bytes(pos);
+  const size_t used = used_bytes();
   std::vector<uint8_t> packed(static_cast<size_t>(blocks) * used);
   for (int64_t l = 0; l < layout->layers; ++l)
     for (int kind = 0; kind < 2; ++kind) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t* src = kv_[2 * l + kind].data() + b * head_bytes(capacity_);
-        uint8_t* dst = packed.data() + b * used;
-        if (used) std::memcpy(dst, src, used);
-      }
+      copy_heads(packed.data(), used, kv_[2 * l + kind].data(), head_bytes(capacity_), blocks, used);
       w.add_section((kind == 0 ? "k." : "v.") + std::to_string(l), packed.data(), packed.size(),
                     layout->kv_type);
     }
@@ -144,11 +138,8 @@ std::unique_ptr<MvKvState> MvKvState::load(std::shared_ptr<const MvKvLayout> lay
         fail(path, ": state section '", name, "' holds ", dtype_name(r.section_dtype(name)),
              ", this model's cache is ", dtype_name(lay->kv_type));
       const auto data = r.section_exact(name, static_cast<size_t>(blocks) * used);
-      for (int64_t b = 0; b < blocks; ++b) {
-        uint8_t* dst = st->kv_[2 * l + kind].data() + b * st->head_bytes(st->capacity_);
-        const uint8_t* src = data.data() + b * used;
-        if (used) std::memcpy(dst, src, used);
-      }
+      copy_heads(st->kv_[2 * l + kind].data(), st->head_bytes(st->capacity_), data.data(), used,
+                 blocks, used);
     }
   st->pos = pos;
   st->text_ended = te == 1;
