@@ -19,6 +19,7 @@
 #include "cachet/tensor.h"
 #include "cachet/threadpool.h"
 #include "cli.h"
+#include "random_model.h"
 
 namespace cachet::cli {
 namespace {
@@ -44,6 +45,7 @@ struct KernelArgs {
   int threads = 0;
   std::string types;
   bool quick = false;
+  bool token = false;
 };
 
 std::vector<DType> parse_types(const std::string& list) {
@@ -63,9 +65,9 @@ std::vector<DType> parse_types(const std::string& list) {
 }
 
 // Copies of a random [rows, cols] matrix of type t (a quantized block of rows, repeated), as
-// many as needed to exceed kMinWeightBytes together (at least two), each in the layout the
-// models use on this CPU (pack_matrix).
-std::vector<PackedMat> make_weights(DType t, Shape s, ThreadPool& pool) {
+// many as needed to exceed kMinWeightBytes together (at least two; min_copies = 1: one), each
+// in the layout the models use on this CPU (pack_matrix).
+std::vector<PackedMat> make_weights(DType t, Shape s, ThreadPool& pool, size_t min_copies = 2) {
   const size_t rb = row_bytes(t, s.cols), bytes = rb * static_cast<size_t>(s.rows);
   constexpr int64_t kSeedRows = 16;
   std::vector<float> src(static_cast<size_t>(kSeedRows * s.cols));
@@ -74,7 +76,8 @@ std::vector<PackedMat> make_weights(DType t, Shape s, ThreadPool& pool) {
   for (auto& v : src) v = nd(rng);
   std::vector<uint8_t> seed(rb * kSeedRows);
   quantize_matrix(t, src.data(), seed.data(), kSeedRows, s.cols, &pool);
-  const size_t copies = std::max<size_t>(2, (kMinWeightBytes + bytes - 1) / bytes);
+  const size_t copies =
+      min_copies < 2 ? min_copies : std::max<size_t>(2, (kMinWeightBytes + bytes - 1) / bytes);
   std::vector<PackedMat> out;
   for (size_t c = 0; c < copies; ++c) {
     auto buf = aligned_buffer(bytes);
@@ -139,6 +142,35 @@ double bench_matmul(Shape s, const std::vector<PackedMat>& w, int64_t n, ThreadP
   return best;
 }
 
+// The matrices of one RecurrentGemma-2B token (random_model_spec: every projection and the
+// tied head, in t where its rows are whole blocks of t) one after another, as a decode step
+// reads them, in the layouts the model uses: the mean GB/s over `tokens` tokens after one
+// warm-up token. Unlike the fastest single call above, this is what decoding sees.
+double bench_token(DType t, ThreadPool& pool, int tokens, double* gib) {
+  const RandomModelSpec spec = random_model_spec("recurrentgemma-2b", t);
+  std::vector<PackedMat> mats;
+  size_t bytes = 0;
+  int64_t max_rows = 0, max_cols = 0;
+  for (const RandomTensor& rt : spec.tensors) {
+    if (rt.kind != RandomTensor::Kind::Matrix && rt.kind != RandomTensor::Kind::Embedding) continue;
+    const Shape s{rt.shape[0], rt.shape[1]};
+    auto w = make_weights(rt.type, s, pool, 1);
+    bytes += row_bytes(rt.type, s.cols) * static_cast<size_t>(s.rows);
+    max_rows = std::max(max_rows, s.rows);
+    max_cols = std::max(max_cols, s.cols);
+    mats.push_back(std::move(w[0]));
+  }
+  *gib = static_cast<double>(bytes) / (1 << 30);
+  std::vector<float> x(static_cast<size_t>(max_cols), 0.5f), y(static_cast<size_t>(max_rows));
+  auto token = [&] {
+    for (const PackedMat& m : mats) matvec(m.view, x.data(), y.data(), pool);
+  };
+  token();  // warm-up (first touch of the scratch, the pool)
+  const auto t0 = Clock::now();
+  for (int i = 0; i < tokens; ++i) token();
+  return static_cast<double>(bytes) * tokens / seconds_since(t0) / 1e9;
+}
+
 int run_kernels(const KernelArgs& a) {
   apply_threads(a.threads);
   ThreadPool& pool = default_pool();
@@ -170,6 +202,13 @@ int run_kernels(const KernelArgs& a) {
         }
       }
     }
+    if (a.token) {
+      double gib = 0;
+      const double gbs = bench_token(t, pool, a.quick ? 4 : 16, &gib);
+      std::printf("matvec %s recurrentgemma-2b token (%.2f GiB): %.1f GB/s (%.0f%% of bandwidth)\n",
+                  tn.c_str(), gib, gbs, 100.0 * gbs / bw);
+      std::fflush(stdout);
+    }
   }
   return 0;
 }
@@ -200,6 +239,9 @@ const Register reg{Command{
       k->add_option("-t,--threads", kargs->threads, "Worker threads (default: all cores)");
       k->add_option("--types", kargs->types, "Comma-separated weight types (default: all)");
       k->add_flag("--quick", kargs->quick, "Fewer repetitions");
+      k->add_flag("--token", kargs->token,
+                  "Also the mean over whole tokens of RecurrentGemma-2B's matrices, one after "
+                  "another as in decoding");
       return [sub, k, margs, kargs, threads]() -> int {
         if (k->parsed()) {
           if (kargs->threads == 0) kargs->threads = *threads;

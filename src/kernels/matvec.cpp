@@ -30,7 +30,10 @@ namespace {
 
 constexpr int64_t kRowGrain = 16;              // rows per scheduling unit
 constexpr size_t kMinParallelBytes = 1 << 16;  // smaller matrices run on the caller only
-constexpr size_t kChunkBytes = 1 << 18;        // weight bytes per chunk a thread claims
+// Weight bytes per chunk a thread claims. Longer runs of one stream keep the hardware
+// prefetcher going: 1 MiB instead of 256 KiB took Q4_K's mean over RecurrentGemma-2B's matrices
+// from 55-58 to 61-65 GB/s (2 threads, alternating builds); 2-4 MiB gained nothing more.
+constexpr size_t kChunkBytes = 1 << 20;
 
 // Every weight type of the block-format layer has a matvec path.
 bool supported(DType t) {

@@ -28,9 +28,9 @@ inline void prefetch_ahead(const void* p, int64_t n) {
   for (int64_t l = 0; l < n; l += 64) _mm_prefetch(a + l, _MM_HINT_T0);
 }
 
-// The interleaved kernels read one stream per thread, a group's chunks in order; the hardware
-// prefetcher alone keeps too few lines in flight for that, so each chunk asks for one about
-// 2 KiB on (about 10% more bandwidth on a 2-thread core). Past the matrix is harmless.
+// The interleaved kernels read a group's chunks in order; where they read one group at a time
+// (Q4_K) or two are still short of lines in flight (Q6_K), each chunk asks for one a couple
+// of KiB on (see run_groups). Past the matrix is harmless.
 inline void prefetch_chunk(const uint8_t* p, int64_t bytes) {
   for (int64_t l = 0; l < bytes; l += 64)
     _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
@@ -331,70 +331,70 @@ struct KQ6K_512 {
 // which are summed at 16 times their value.
 
 struct KQ4K_X16 {
-  static constexpr int64_t kChunkCols = 256;
+  static constexpr int64_t kChunkCols = 256, kChunkBytes = kX16Chunk;
+  template <int G>
+  static constexpr int64_t kPrefetchChunks = 2;
+  static constexpr int kAcc = 1;
   template <int NX>
-  static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
+  static constexpr int kGroups = 1;
+  template <int NX>
+  [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
+                                                  __m512 (&acc0)[kAcc][NX]) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi32(0x3F);
     const __m512i mhi = _mm512_set1_epi32(0x003C003C);
-    __m512 acc[NX];
-    for (int j = 0; j < NX; ++j) acc[j] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      const uint8_t* c = group + i * kX16Chunk;
-      prefetch_chunk(c + 2 * kX16Chunk, kX16Chunk);
-      __m512i iacc[NX], iacc16[NX], imin[NX];
-      alignas(16) int32_t bpair[NX][4];  // (sum of x over sub-block 2k, over 2k + 1) as words
-      for (int j = 0; j < NX; ++j) {
-        iacc[j] = iacc16[j] = imin[j] = _mm512_setzero_si512();
-        const int16_t* bs = xs[j].bsums + 16 * i;
-        _mm_store_si128(reinterpret_cast<__m128i*>(bpair[j]),
-                        _mm_hadd_epi16(loadu128(bs), loadu128(bs + 8)));
-      }
-      for (int k = 0; k < 4; ++k) {
-        // A bytes as words: lane r = (byte of sub-block 2k, byte of 2k + 1) of row r
-        const __m512i a = _mm512_cvtepu8_epi16(loadu256(c + 64 + 32 * k));
-        const __m512i b = _mm512_cvtepu8_epi32(loadu128(c + 192 + 16 * k));
-        const __m512i sc[2] = {_mm512_and_si512(a, m6),
-                               _mm512_and_si512(_mm512_srli_epi32(a, 16), m6)};
-        // mins as words (m[2k], m[2k + 1]): high 4 bits from B, low 2 bits from A
-        const __m512i mins = _mm512_ternarylogic_epi32(
-            _mm512_or_si512(_mm512_slli_epi32(b, 2), _mm512_slli_epi32(b, 14)), mhi,
-            _mm512_srli_epi16(a, 6), 0xEA);  // (A & B) | C
-        for (int j = 0; j < NX; ++j)
-          imin[j] = _mm512_dpwssd_epi32(imin[j], mins, _mm512_set1_epi32(bpair[j][k]));
-        for (int h = 0; h < 2; ++h) {
-          const int s = 2 * k + h;
-          const uint8_t* q = c + 256 + 256 * s;
-          // low nibbles as they are, high nibbles left in place (16 times their value): one
-          // instruction each, and two independent chains of dot products
-          __m512i lo[4], hi[4];
+    __m512(&acc)[NX] = acc0[0];
+    __m512i iacc[NX], iacc16[NX], imin[NX];
+    alignas(16) int32_t bpair[NX][4];  // (sum of x over sub-block 2k, over 2k + 1) as words
+    for (int j = 0; j < NX; ++j) {
+      iacc[j] = iacc16[j] = imin[j] = _mm512_setzero_si512();
+      const int16_t* bs = xs[j].bsums + 16 * i;
+      _mm_store_si128(reinterpret_cast<__m128i*>(bpair[j]),
+                      _mm_hadd_epi16(loadu128(bs), loadu128(bs + 8)));
+    }
+    for (int k = 0; k < 4; ++k) {
+      // A bytes as words: lane r = (byte of sub-block 2k, byte of 2k + 1) of row r
+      const __m512i a = _mm512_cvtepu8_epi16(loadu256(c + 64 + 32 * k));
+      const __m512i b = _mm512_cvtepu8_epi32(loadu128(c + 192 + 16 * k));
+      const __m512i sc[2] = {_mm512_and_si512(a, m6),
+                             _mm512_and_si512(_mm512_srli_epi32(a, 16), m6)};
+      // mins as words (m[2k], m[2k + 1]): high 4 bits from B, low 2 bits from A
+      const __m512i mins = _mm512_ternarylogic_epi32(
+          _mm512_or_si512(_mm512_slli_epi32(b, 2), _mm512_slli_epi32(b, 14)), mhi,
+          _mm512_srli_epi16(a, 6), 0xEA);  // (A & B) | C
+      for (int j = 0; j < NX; ++j)
+        imin[j] = _mm512_dpwssd_epi32(imin[j], mins, _mm512_set1_epi32(bpair[j][k]));
+      for (int h = 0; h < 2; ++h) {
+        const int s = 2 * k + h;
+        const uint8_t* q = c + 256 + 256 * s;
+        // low nibbles as they are, high nibbles left in place (16 times their value): one
+        // instruction each, and two independent chains of dot products
+        __m512i lo[4], hi[4];
+        for (int t = 0; t < 4; ++t) {
+          const __m512i v = loadu512(q + 64 * t);
+          lo[t] = _mm512_and_si512(v, m4);
+          hi[t] = _mm512_andnot_si512(m4, v);
+        }
+        for (int j = 0; j < NX; ++j) {
+          const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
+          __m512i dlo = _mm512_setzero_si512(), dhi = _mm512_setzero_si512();
           for (int t = 0; t < 4; ++t) {
-            const __m512i v = loadu512(q + 64 * t);
-            lo[t] = _mm512_and_si512(v, m4);
-            hi[t] = _mm512_andnot_si512(m4, v);
+            dlo = _mm512_dpbusd_epi32(dlo, lo[t], _mm512_set1_epi32(xq[t]));
+            dhi = _mm512_dpbusd_epi32(dhi, hi[t], _mm512_set1_epi32(xq[4 + t]));
           }
-          for (int j = 0; j < NX; ++j) {
-            const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
-            __m512i dlo = _mm512_setzero_si512(), dhi = _mm512_setzero_si512();
-            for (int t = 0; t < 4; ++t) {
-              dlo = _mm512_dpbusd_epi32(dlo, lo[t], _mm512_set1_epi32(xq[t]));
-              dhi = _mm512_dpbusd_epi32(dhi, hi[t], _mm512_set1_epi32(xq[4 + t]));
-            }
-            iacc[j] = _mm512_add_epi32(iacc[j], _mm512_mullo_epi32(dlo, sc[h]));
-            iacc16[j] = _mm512_add_epi32(iacc16[j], _mm512_mullo_epi32(dhi, sc[h]));
-          }
+          iacc[j] = _mm512_add_epi32(iacc[j], _mm512_mullo_epi32(dlo, sc[h]));
+          iacc16[j] = _mm512_add_epi32(iacc16[j], _mm512_mullo_epi32(dhi, sc[h]));
         }
       }
-      const __m512 d = _mm512_cvtph_ps(loadu256(c));
-      const __m512 dmin = _mm512_cvtph_ps(loadu256(c + 32));
-      for (int j = 0; j < NX; ++j) {
-        const __m512 dx = _mm512_set1_ps(xs[j].d[i]);
-        // iacc16 holds 16 times the high-nibble sums, so the shift is exact
-        const __m512i isum = _mm512_add_epi32(iacc[j], _mm512_srai_epi32(iacc16[j], 4));
-        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), acc[j]);
-        acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin[j]), _mm512_mul_ps(dmin, dx), acc[j]);
-      }
     }
-    for (int j = 0; j < NX; ++j) _mm512_storeu_ps(out + j * ldo, acc[j]);
+    const __m512 d = _mm512_cvtph_ps(loadu256(c));
+    const __m512 dmin = _mm512_cvtph_ps(loadu256(c + 32));
+    for (int j = 0; j < NX; ++j) {
+      const __m512 dx = _mm512_set1_ps(xs[j].d[i]);
+      // iacc16 holds 16 times the high-nibble sums, so the shift is exact
+      const __m512i isum = _mm512_add_epi32(iacc[j], _mm512_srai_epi32(iacc16[j], 4));
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), acc[j]);
+      acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin[j]), _mm512_mul_ps(dmin, dx), acc[j]);
+    }
   }
 };
 
@@ -405,30 +405,30 @@ struct KQ4K_X16 {
 // activation block) is taken off once per block.
 
 struct KQ8_0_X16 {
-  static constexpr int64_t kChunkCols = 32;
+  static constexpr int64_t kChunkCols = 32, kChunkBytes = kQ8X16Chunk;
+  template <int G>
+  static constexpr int64_t kPrefetchChunks = 0;
+  static constexpr int kAcc = 1;
   template <int NX>
-  static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
-    __m512 acc[NX];
-    for (int j = 0; j < NX; ++j) acc[j] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* c = group + b * kQ8X16Chunk;
-      prefetch_chunk(c + 4 * kQ8X16Chunk, kQ8X16Chunk);
-      __m512i w[8];
-      for (int q = 0; q < 8; ++q) w[q] = loadu512(c + 32 + 64 * q);
-      const __m512 d = _mm512_cvtph_ps(loadu256(c));
-      for (int j = 0; j < NX; ++j) {
-        const XPrep& x = xs[j];
-        const int32_t* xq = reinterpret_cast<const int32_t*>(x.qs + 32 * b);
-        __m512i d0 = _mm512_set1_epi32(-128 * x.isum[b]), d1 = _mm512_setzero_si512();
-        for (int q = 0; q < 8; q += 2) {
-          d0 = _mm512_dpbusd_epi32(d0, w[q], _mm512_set1_epi32(xq[q]));
-          d1 = _mm512_dpbusd_epi32(d1, w[q + 1], _mm512_set1_epi32(xq[q + 1]));
-        }
-        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)),
-                                 _mm512_mul_ps(d, _mm512_set1_ps(x.d[b])), acc[j]);
+  static constexpr int kGroups = 2;
+  template <int NX>
+  [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t b, const XPrep* xs,
+                                                  __m512 (&acc0)[kAcc][NX]) {
+    __m512(&acc)[NX] = acc0[0];
+    __m512i w[8];
+    for (int q = 0; q < 8; ++q) w[q] = loadu512(c + 32 + 64 * q);
+    const __m512 d = _mm512_cvtph_ps(loadu256(c));
+    for (int j = 0; j < NX; ++j) {
+      const XPrep& x = xs[j];
+      const int32_t* xq = reinterpret_cast<const int32_t*>(x.qs + 32 * b);
+      __m512i d0 = _mm512_set1_epi32(-128 * x.isum[b]), d1 = _mm512_setzero_si512();
+      for (int q = 0; q < 8; q += 2) {
+        d0 = _mm512_dpbusd_epi32(d0, w[q], _mm512_set1_epi32(xq[q]));
+        d1 = _mm512_dpbusd_epi32(d1, w[q + 1], _mm512_set1_epi32(xq[q + 1]));
       }
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)),
+                               _mm512_mul_ps(d, _mm512_set1_ps(x.d[b])), acc[j]);
     }
-    for (int j = 0; j < NX; ++j) _mm512_storeu_ps(out + j * ldo, acc[j]);
   }
 };
 
@@ -441,45 +441,43 @@ struct KQ8_0_X16 {
 // 16 * 128 * 16 * (63 + 32) * 128).
 
 struct KQ6K_X16 {
-  static constexpr int64_t kChunkCols = 256;
+  static constexpr int64_t kChunkCols = 256, kChunkBytes = kQ6X16Chunk;
+  template <int G>
+  static constexpr int64_t kPrefetchChunks = 2;
+  static constexpr int kAcc = 1;
   template <int NX>
-  static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
+  static constexpr int kGroups = 2;
+  template <int NX>
+  [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
+                                                  __m512 (&acc0)[kAcc][NX]) {
     const __m512i m6 = _mm512_set1_epi8(0x3F), m03 = _mm512_set1_epi8(0x03);
     const __m512i m0f = _mm512_set1_epi8(0x0F);
-    __m512 acc[NX];
-    for (int j = 0; j < NX; ++j) acc[j] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-      const uint8_t* c = group + i * kQ6X16Chunk;
-      prefetch_chunk(c + 2 * kQ6X16Chunk, kQ6X16Chunk);
-      __m512i iacc[NX];
-      for (int j = 0; j < NX; ++j) iacc[j] = _mm512_setzero_si512();
-      for (int t = 0; t < 16; ++t) {
-        const uint8_t* wp = c + 288 + 192 * t;
-        const __m512i a = loadu512(wp), b = loadu512(wp + 64), e = loadu512(wp + 128);
-        __m512i w[4];
-        w[0] = _mm512_and_si512(a, m6);
-        w[1] = _mm512_and_si512(b, m6);
-        w[2] = _mm512_and_si512(e, m6);
-        // bits 6-7 of a, b, e are bits 0-1, 2-3, 4-5 of the fourth column group
-        const __m512i u = _mm512_ternarylogic_epi32(
-            _mm512_srli_epi16(a, 6), _mm512_srli_epi16(b, 4), m03, 0xE4);  // (A & C) | (B & ~C)
-        w[3] =
-            _mm512_and_si512(_mm512_ternarylogic_epi32(u, _mm512_srli_epi16(e, 2), m0f, 0xE4), m6);
-        const __m512i sc = _mm512_cvtepi8_epi32(loadu128(c + 32 + 16 * t));
-        for (int j = 0; j < NX; ++j) {
-          const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 16 * t);
-          __m512i dot = _mm512_set1_epi32(-32 * xs[j].bsums[16 * i + t]);
-          for (int q = 0; q < 4; ++q)
-            dot = _mm512_dpbusd_epi32(dot, w[q], _mm512_set1_epi32(xq[q]));
-          iacc[j] = _mm512_add_epi32(iacc[j], _mm512_mullo_epi32(dot, sc));
-        }
+    __m512(&acc)[NX] = acc0[0];
+    __m512i iacc[NX];
+    for (int j = 0; j < NX; ++j) iacc[j] = _mm512_setzero_si512();
+    for (int t = 0; t < 16; ++t) {
+      const uint8_t* wp = c + 288 + 192 * t;
+      const __m512i a = loadu512(wp), b = loadu512(wp + 64), e = loadu512(wp + 128);
+      __m512i w[4];
+      w[0] = _mm512_and_si512(a, m6);
+      w[1] = _mm512_and_si512(b, m6);
+      w[2] = _mm512_and_si512(e, m6);
+      // bits 6-7 of a, b, e are bits 0-1, 2-3, 4-5 of the fourth column group
+      const __m512i u = _mm512_ternarylogic_epi32(_mm512_srli_epi16(a, 6), _mm512_srli_epi16(b, 4),
+                                                  m03, 0xE4);  // (A & C) | (B & ~C)
+      w[3] = _mm512_and_si512(_mm512_ternarylogic_epi32(u, _mm512_srli_epi16(e, 2), m0f, 0xE4), m6);
+      const __m512i sc = _mm512_cvtepi8_epi32(loadu128(c + 32 + 16 * t));
+      for (int j = 0; j < NX; ++j) {
+        const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 16 * t);
+        __m512i dot = _mm512_set1_epi32(-32 * xs[j].bsums[16 * i + t]);
+        for (int q = 0; q < 4; ++q) dot = _mm512_dpbusd_epi32(dot, w[q], _mm512_set1_epi32(xq[q]));
+        iacc[j] = _mm512_add_epi32(iacc[j], _mm512_mullo_epi32(dot, sc));
       }
-      const __m512 d = _mm512_cvtph_ps(loadu256(c));
-      for (int j = 0; j < NX; ++j)
-        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[j]),
-                                 _mm512_mul_ps(d, _mm512_set1_ps(xs[j].d[i])), acc[j]);
     }
-    for (int j = 0; j < NX; ++j) _mm512_storeu_ps(out + j * ldo, acc[j]);
+    const __m512 d = _mm512_cvtph_ps(loadu256(c));
+    for (int j = 0; j < NX; ++j)
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[j]),
+                               _mm512_mul_ps(d, _mm512_set1_ps(xs[j].d[i])), acc[j]);
   }
 };
 
@@ -489,43 +487,89 @@ struct KQ6K_X16 {
 // memory (x rounded to bf16, see KBF16_512).
 
 struct KBF16_X16 {
-  static constexpr int64_t kChunkCols = 32;
+  static constexpr int64_t kChunkCols = 32, kChunkBytes = kBf16X16Chunk;
+  template <int G>
+  static constexpr int64_t kPrefetchChunks = G == 1 ? 2 : 0;
+  // A chain of vdpbf16ps waits for each result: kAcc accumulators per activation row hide
+  // that. The same for every NX (outputs must not depend on it). Eight: with four, 4096x14336
+  // streamed at 50-52 GB/s against 58 with eight (alternating runs, one group at a time).
+  static constexpr int kAcc = 8;
   template <int NX>
-  static void run(const uint8_t* group, const XPrep* xs, int64_t nb, float* out, int64_t ldo) {
-    // A chain of vdpbf16ps waits for each result: A accumulators hide that. The same for every
-    // NX (outputs must not depend on it). Eight: with four, 4096x14336 streamed at 50-52 GB/s
-    // against 58 with eight (alternating runs); NX = 4 then spills some registers.
-    constexpr int A = 8;
-    __m512 acc[A][NX];
-    for (int a = 0; a < A; ++a)
-      for (int j = 0; j < NX; ++j) acc[a][j] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* c = group + b * kBf16X16Chunk;
-      prefetch_chunk(c + 2 * kBf16X16Chunk, kBf16X16Chunk);
-      for (int k = 0; k < 16; ++k) {
-        const __m512bh w = (__m512bh)loadu512(c + 64 * k);
-        for (int j = 0; j < NX; ++j) {
-          const __m512i h = _mm512_broadcastd_epi32(_mm_loadu_si32(xs[j].bf16 + 32 * b + 2 * k));
-          acc[k % A][j] = _mm512_dpbf16_ps(acc[k % A][j], w, (__m512bh)h);
-        }
+  static constexpr int kGroups = NX == 1 ? 2 : 1;
+  template <int NX>
+  [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t b, const XPrep* xs,
+                                                  __m512 (&acc)[kAcc][NX]) {
+    for (int k = 0; k < 16; ++k) {
+      const __m512bh w = (__m512bh)loadu512(c + 64 * k);
+      for (int j = 0; j < NX; ++j) {
+        const __m512i h = _mm512_broadcastd_epi32(_mm_loadu_si32(xs[j].bf16 + 32 * b + 2 * k));
+        acc[k % kAcc][j] = _mm512_dpbf16_ps(acc[k % kAcc][j], w, (__m512bh)h);
       }
-    }
-    for (int j = 0; j < NX; ++j) {
-      __m512 s = acc[0][j];
-      for (int a = 1; a < A; ++a) s = _mm512_add_ps(s, acc[a][j]);
-      _mm512_storeu_ps(out + j * ldo, s);
     }
   }
 };
 
+// An interleaved kernel K gives kChunkCols and kChunkBytes (one chunk of a group of 16 rows),
+// kAcc accumulators per activation row, kGroups<NX> (groups to read side by side),
+// kPrefetchChunks<G> (how far ahead to prefetch, in chunks; 0: none) and chunk<NX>(), which
+// adds one chunk's products to the accumulators.
+//
+// G groups of 16 rows at once with kernel K (K::kGroups<NX>): chunk by chunk, each group with
+// its own accumulators and the same instruction sequence as alone, so a group's outputs do not
+// depend on G, nor on how the threads' ranges fall. Each group is a stream from memory, and on
+// a 2-thread core one stream per thread leaves bandwidth unused: a plain read of
+// RecurrentGemma-2B's matrices, in 1 MiB chunks per thread, streams about 55 GB/s as one stream
+// and 60-73 as two to four. Two groups took the mean matvec over those matrices (one token's
+// worth, RecurrentGemma-2B shapes, 2 threads, alternating builds) from 50-56 to 57-67 GB/s for
+// BF16 and from 50 to 60 for Q8_0, 53 to 57 for Q6_K; Q4_K, which computes the most per byte,
+// fell from 62-67 to 53-58, so it stays at one group with prefetching. BF16's eight
+// accumulators per activation row leave registers for two groups at NX = 1 only.
+template <typename K, int G, int NX>
+void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float* const* outs,
+                int64_t ldo) {
+  __m512 acc[G][K::kAcc][NX];
+  for (int g = 0; g < G; ++g)
+    for (int a = 0; a < K::kAcc; ++a)
+      for (int j = 0; j < NX; ++j) acc[g][a][j] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i)
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* c = groups[g] + i * K::kChunkBytes;
+      if constexpr (constexpr int64_t ahead = K::template kPrefetchChunks<G>; ahead > 0)
+        prefetch_chunk(c + ahead * K::kChunkBytes, K::kChunkBytes);
+      K::template chunk<NX>(c, i, xs, acc[g]);
+    }
+  for (int g = 0; g < G; ++g)
+    for (int j = 0; j < NX; ++j) {
+      __m512 sum = acc[g][0][j];
+      for (int a = 1; a < K::kAcc; ++a) sum = _mm512_add_ps(sum, acc[g][a][j]);
+      _mm512_storeu_ps(outs[g] + j * ldo, sum);
+    }
+}
+
+// Rows [r0, r1) (whole groups) as K::kGroups<NX> parts read side by side, then the groups left.
 template <typename K, int NX>
 void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
                    int64_t r1) {
   const int64_t nb = w.cols / K::kChunkCols;
   const size_t group_bytes = w.row_stride * kX16Rows;
-  for (int64_t r = r0; r < r1; r += kX16Rows)
-    K::template run<NX>(static_cast<const uint8_t*>(w.data) + (r / kX16Rows) * group_bytes, xs, nb,
-                        y + r, ldy);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  constexpr int G = K::template kGroups<NX>;
+  const int64_t part = (r1 - r0) / kX16Rows / G * kX16Rows;
+  for (int64_t i = 0; i < part; i += kX16Rows) {
+    const uint8_t* gs[G];
+    float* outs[G];
+    for (int g = 0; g < G; ++g) {
+      const int64_t r = r0 + g * part + i;
+      gs[g] = base + (r / kX16Rows) * group_bytes;
+      outs[g] = y + r;
+    }
+    run_groups<K, G, NX>(gs, xs, nb, outs, ldy);
+  }
+  for (int64_t r = r0 + G * part; r < r1; r += kX16Rows) {
+    const uint8_t* g = base + (r / kX16Rows) * group_bytes;
+    float* out = y + r;
+    run_groups<K, 1, NX>(&g, xs, nb, &out, ldy);
+  }
 }
 
 // The group kernel K for nx (1..4) activation rows.
