@@ -64,10 +64,9 @@ std::vector<DType> parse_types(const std::string& list) {
   return out;
 }
 
-// Copies of a random [rows, cols] matrix of type t (a quantized block of rows, repeated), as
-// many as needed to exceed kMinWeightBytes together (at least two; min_copies = 1: one), each
-// in the layout the models use on this CPU (pack_matrix).
-std::vector<PackedMat> make_weights(DType t, Shape s, ThreadPool& pool, size_t min_copies = 2) {
+// A random [rows, cols] matrix of type t (a quantized block of 16 rows, repeated), in the
+// layout the models use on this CPU (pack_matrix).
+PackedMat make_weight(DType t, Shape s, ThreadPool& pool) {
   const size_t rb = row_bytes(t, s.cols), bytes = rb * static_cast<size_t>(s.rows);
   constexpr int64_t kSeedRows = 16;
   std::vector<float> src(static_cast<size_t>(kSeedRows * s.cols));
@@ -76,20 +75,23 @@ std::vector<PackedMat> make_weights(DType t, Shape s, ThreadPool& pool, size_t m
   for (auto& v : src) v = nd(rng);
   std::vector<uint8_t> seed(rb * kSeedRows);
   quantize_matrix(t, src.data(), seed.data(), kSeedRows, s.cols, &pool);
-  const size_t copies =
-      min_copies < 2 ? min_copies : std::max<size_t>(2, (kMinWeightBytes + bytes - 1) / bytes);
+  auto buf = aligned_buffer(bytes);
+  auto* p = static_cast<uint8_t*>(buf.get());
+  pool.parallel_for(s.rows, 64, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) std::memcpy(p + rb * r, seed.data() + rb * (r % kSeedRows), rb);
+  });
+  PackedMat pm = pack_matrix(MatView{t, s.rows, s.cols, p, rb}, &pool);
+  if (!pm.buf) pm.buf = std::move(buf);
+  return pm;
+}
+
+// Copies of make_weight(t, s), as many as needed to exceed kMinWeightBytes together (at least
+// two), so that calls rotating over them stream from memory.
+std::vector<PackedMat> make_weights(DType t, Shape s, ThreadPool& pool) {
+  const size_t bytes = row_bytes(t, s.cols) * static_cast<size_t>(s.rows);
+  const size_t copies = std::max<size_t>(2, (kMinWeightBytes + bytes - 1) / bytes);
   std::vector<PackedMat> out;
-  for (size_t c = 0; c < copies; ++c) {
-    auto buf = aligned_buffer(bytes);
-    auto* p = static_cast<uint8_t*>(buf.get());
-    pool.parallel_for(s.rows, 64, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r)
-        std::memcpy(p + rb * r, seed.data() + rb * (r % kSeedRows), rb);
-    });
-    PackedMat pm = pack_matrix(MatView{t, s.rows, s.cols, p, rb}, &pool);
-    if (!pm.buf) pm.buf = std::move(buf);
-    out.push_back(std::move(pm));
-  }
+  for (size_t c = 0; c < copies; ++c) out.push_back(make_weight(t, s, pool));
   return out;
 }
 
@@ -154,11 +156,10 @@ double bench_token(DType t, ThreadPool& pool, int tokens, double* gib) {
   for (const RandomTensor& rt : spec.tensors) {
     if (rt.kind != RandomTensor::Kind::Matrix && rt.kind != RandomTensor::Kind::Embedding) continue;
     const Shape s{rt.shape[0], rt.shape[1]};
-    auto w = make_weights(rt.type, s, pool, 1);
+    mats.push_back(make_weight(rt.type, s, pool));
     bytes += row_bytes(rt.type, s.cols) * static_cast<size_t>(s.rows);
     max_rows = std::max(max_rows, s.rows);
     max_cols = std::max(max_cols, s.cols);
-    mats.push_back(std::move(w[0]));
   }
   *gib = static_cast<double>(bytes) / (1 << 30);
   std::vector<float> x(static_cast<size_t>(max_cols), 0.5f), y(static_cast<size_t>(max_rows));

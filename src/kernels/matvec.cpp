@@ -31,8 +31,9 @@ namespace {
 constexpr int64_t kRowGrain = 16;              // rows per scheduling unit
 constexpr size_t kMinParallelBytes = 1 << 16;  // smaller matrices run on the caller only
 // Weight bytes per chunk a thread claims. Longer runs of one stream keep the hardware
-// prefetcher going: 1 MiB instead of 256 KiB took Q4_K's mean over RecurrentGemma-2B's matrices
-// from 55-58 to 61-65 GB/s (2 threads, alternating builds); 2-4 MiB gained nothing more.
+// prefetcher going: 1 MiB instead of 256 KiB took Q4_K's mean over one token's worth of
+// RecurrentGemma-2B's matrices (as `cachet bench kernels --token` measures it; 2 threads,
+// alternating builds) from 55-58 to 61-65 GB/s; 2-4 MiB gained nothing more.
 constexpr size_t kChunkBytes = 1 << 20;
 
 // Every weight type of the block-format layer has a matvec path.

@@ -516,13 +516,12 @@ struct KBF16_X16 {
 //
 // G groups of 16 rows at once with kernel K (K::kGroups<NX>): chunk by chunk, each group with
 // its own accumulators and the same instruction sequence as alone, so a group's outputs do not
-// depend on G, nor on how the threads' ranges fall. Each group is a stream from memory, and on
-// a 2-thread core one stream per thread leaves bandwidth unused: a plain read of
-// RecurrentGemma-2B's matrices, in 1 MiB chunks per thread, streams about 55 GB/s as one stream
-// and 60-73 as two to four. Two groups took the mean matvec over those matrices (one token's
-// worth, RecurrentGemma-2B shapes, 2 threads, alternating builds) from 50-56 to 57-67 GB/s for
-// BF16 and from 50 to 60 for Q8_0, 53 to 57 for Q6_K; Q4_K, which computes the most per byte,
-// fell from 62-67 to 53-58, so it stays at one group with prefetching. BF16's eight
+// depend on G, nor on how the threads' ranges fall. Each group is a stream from memory; one
+// stream per thread leaves bandwidth unused on a 2-thread core (docs/architecture.md, "Streams
+// from memory"). Over one token's worth of RecurrentGemma-2B's matrices, as `cachet bench
+// kernels --token` measures it (2 threads, alternating builds), two groups took BF16 from 50-56
+// to 57-67 GB/s, Q8_0 from 50 to 60 and Q6_K from 53 to 57; Q4_K, which computes the most per
+// byte, fell from 62-67 to 53-58, so it reads one group, with prefetching. BF16's eight
 // accumulators per activation row leave registers for two groups at NX = 1 only.
 template <typename K, int G, int NX>
 void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float* const* outs,
@@ -553,20 +552,20 @@ void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int
   const int64_t nb = w.cols / K::kChunkCols;
   const size_t group_bytes = w.row_stride * kX16Rows;
   const auto* base = static_cast<const uint8_t*>(w.data);
+  auto group = [&](int64_t r) { return base + (r / kX16Rows) * group_bytes; };
   constexpr int G = K::template kGroups<NX>;
   const int64_t part = (r1 - r0) / kX16Rows / G * kX16Rows;
   for (int64_t i = 0; i < part; i += kX16Rows) {
     const uint8_t* gs[G];
     float* outs[G];
     for (int g = 0; g < G; ++g) {
-      const int64_t r = r0 + g * part + i;
-      gs[g] = base + (r / kX16Rows) * group_bytes;
-      outs[g] = y + r;
+      gs[g] = group(r0 + g * part + i);
+      outs[g] = y + r0 + g * part + i;
     }
     run_groups<K, G, NX>(gs, xs, nb, outs, ldy);
   }
   for (int64_t r = r0 + G * part; r < r1; r += kX16Rows) {
-    const uint8_t* g = base + (r / kX16Rows) * group_bytes;
+    const uint8_t* g = group(r);
     float* out = y + r;
     run_groups<K, 1, NX>(&g, xs, nb, &out, ldy);
   }
