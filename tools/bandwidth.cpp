@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -15,36 +16,28 @@
 namespace cachet::cli {
 namespace {
 
-__attribute__((target("avx2"))) uint64_t sum_avx2(const uint8_t* p, size_t n) {
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i + 128 <= n; i += 128) {
-    a0 = _mm256_xor_si256(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
-    a1 = _mm256_xor_si256(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
-    a2 = _mm256_xor_si256(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
-    a3 = _mm256_xor_si256(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
-  }
-  a0 = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
-  return static_cast<uint64_t>(_mm256_extract_epi64(a0, 0) ^ _mm256_extract_epi64(a0, 3));
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Four streams at once, each a quarter of the range: the access pattern of matvec kernels that
-// run four weight rows together, which keeps more of the hardware prefetchers busy.
-__attribute__((target("avx2"))) uint64_t sum4_avx2(const uint8_t* p, size_t n) {
-  const size_t q = n / 4 / 64 * 64;
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i + 64 <= q; i += 64) {
-    const uint8_t* s = p + i;
-    a0 = _mm256_xor_si256(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(s)));
-    a0 = _mm256_xor_si256(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(s + 32)));
-    a1 = _mm256_xor_si256(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(s + q)));
-    a1 = _mm256_xor_si256(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(s + q + 32)));
-    a2 = _mm256_xor_si256(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(s + 2 * q)));
-    a2 = _mm256_xor_si256(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(s + 2 * q + 32)));
-    a3 = _mm256_xor_si256(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(s + 3 * q)));
-    a3 = _mm256_xor_si256(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(s + 3 * q + 32)));
-  }
-  a0 = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
-  return static_cast<uint64_t>(_mm256_extract_epi64(a0, 0) ^ _mm256_extract_epi64(a0, 3));
+// XOR of [p, p + n) read as S streams at once, each a contiguous 1/S of the range (rounded
+// down to 64 bytes): the access pattern of kernels that read several weight rows or groups of
+// rows side by side.
+template <int S>
+__attribute__((target("avx2"))) uint64_t sum_avx2(const uint8_t* p, size_t n) {
+  const size_t q = n / S / 64 * 64;
+  __m256i a[S][2];
+  for (int s = 0; s < S; ++s) a[s][0] = a[s][1] = _mm256_setzero_si256();
+  for (size_t i = 0; i + 64 <= q; i += 64)
+    for (int s = 0; s < S; ++s)
+      for (int h = 0; h < 2; ++h)
+        a[s][h] = _mm256_xor_si256(
+            a[s][h], _mm256_load_si256(reinterpret_cast<const __m256i*>(p + s * q + i + 32 * h)));
+  __m256i x = _mm256_setzero_si256();
+  for (int s = 0; s < S; ++s) x = _mm256_xor_si256(x, _mm256_xor_si256(a[s][0], a[s][1]));
+  return static_cast<uint64_t>(_mm256_extract_epi64(x, 0) ^ _mm256_extract_epi64(x, 3));
 }
 
 uint64_t sum_scalar(const uint8_t* p, size_t n) {
@@ -57,15 +50,23 @@ uint64_t sum_scalar(const uint8_t* p, size_t n) {
   return s;
 }
 
+uint64_t sum(int streams, const uint8_t* p, size_t n) {
+  if (!cpu_features().avx2) return sum_scalar(p, n);
+  switch (streams) {
+    case 1:
+      return sum_avx2<1>(p, n);
+    case 2:
+      return sum_avx2<2>(p, n);
+    default:
+      return sum_avx2<4>(p, n);
+  }
+}
+
 }  // namespace
 
-double measure_bandwidth_gbs(ThreadPool& pool, double gib) {
-  // The buffer is cut into slices of kSlice bytes. Each timed call streams one slice with every
-  // thread, the calls rotate over the slices (so each comes from memory, not cache), and the
-  // fastest call counts: the same method as the matvec benchmark uses for weight matrices, so
-  // the two figures compare like with like. Calls alternate between one stream and four
-  // streams per thread; the result is the best of either.
+Bandwidth measure_bandwidth(ThreadPool& pool, double gib) {
   constexpr size_t kSlice = size_t{128} << 20;
+  constexpr size_t kChunk = size_t{1} << 20;
   const size_t bytes = static_cast<size_t>(std::max(gib, 1.0) * (1ull << 30)) / kSlice * kSlice;
   const size_t slices = bytes / kSlice;
   auto buf = aligned_buffer(bytes);
@@ -73,31 +74,58 @@ double measure_bandwidth_gbs(ThreadPool& pool, double gib) {
   pool.parallel_for(static_cast<int64_t>(bytes), 1 << 20, [&](int64_t b, int64_t e) {
     std::memset(p + b, 1, static_cast<size_t>(e - b));
   });
-  const bool avx2 = cpu_features().avx2;
-  std::vector<uint64_t> sink(pool.size());
-  double best = 0;
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<uint64_t> sink(static_cast<size_t>(pool.size()));
+  Bandwidth bw;
+
+  // Whole passes over the buffer, in turn: (0) threads claim 1 MiB chunks one at a time, as
+  // matvec splits a matrix, and read each as two streams; (1) likewise as one stream; (2) each
+  // thread reads its contiguous share as four streams. Which is fastest varies between
+  // machines and runs (docs/architecture.md, "Streams from memory").
+  auto pass = [&](int pattern) {
+    const auto t0 = Clock::now();
+    if (pattern < 2) {
+      const int streams = pattern == 0 ? 2 : 1;
+      pool.for_chunks_with_thread(static_cast<int64_t>(bytes / kChunk), [&](int64_t c, int tid) {
+        sink[static_cast<size_t>(tid)] += sum(streams, p + static_cast<size_t>(c) * kChunk, kChunk);
+      });
+    } else {
+      pool.run([&](int i, int k) {
+        int64_t b, e;
+        ThreadPool::split(static_cast<int64_t>(bytes), 4096, i, k, &b, &e);
+        sink[static_cast<size_t>(i)] += sum(4, p + b, static_cast<size_t>(e - b));
+      });
+    }
+    return static_cast<double>(bytes) / seconds_since(t0) / 1e9;
   };
-  for (size_t call = 0; call < 4 * slices || elapsed() < 1.0; ++call) {
+  const auto start = Clock::now();
+  for (int i = 0; i < 12 || seconds_since(start) < 1.5; ++i)
+    bw.sustained_gbs = std::max(bw.sustained_gbs, pass(i % 3));
+
+  // Bursts: one 128 MiB slice per call, rotating over the slices (so each comes from memory).
+  for (size_t call = 0; call < 4 * slices; ++call) {
     const uint8_t* slice = p + (call % slices) * kSlice;
-    const bool four = (call / slices) % 2 == 1;
-    const auto t0 = std::chrono::steady_clock::now();
+    const int streams = (call / slices) % 2 == 1 ? 4 : 1;
+    const auto t0 = Clock::now();
     pool.run([&](int i, int k) {
       int64_t b, e;
       ThreadPool::split(static_cast<int64_t>(kSlice), 4096, i, k, &b, &e);
-      const uint8_t* q = slice + b;
-      const size_t n = static_cast<size_t>(e - b);
-      sink[i] += !avx2 ? sum_scalar(q, n) : four ? sum4_avx2(q, n) : sum_avx2(q, n);
+      sink[static_cast<size_t>(i)] += sum(streams, slice + b, static_cast<size_t>(e - b));
     });
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, static_cast<double>(kSlice) / s / 1e9);
+    bw.burst_gbs = std::max(bw.burst_gbs, static_cast<double>(kSlice) / seconds_since(t0) / 1e9);
   }
   volatile uint64_t keep = 0;
   for (auto v : sink) keep = keep ^ v;
   (void)keep;
-  return best;
+  return bw;
+}
+
+double print_bandwidth(ThreadPool& pool) {
+  const Bandwidth bw = measure_bandwidth(pool);
+  std::printf("bandwidth: %.1f GB/s\n", bw.sustained_gbs);
+  std::printf("burst bandwidth: %.1f GB/s (fastest 128 MiB read; not the roofline)\n",
+              bw.burst_gbs);
+  std::fflush(stdout);
+  return bw.sustained_gbs;
 }
 
 }  // namespace cachet::cli

@@ -147,8 +147,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
   std::printf("weights read per step: %.3f GiB\n", info.weight_bytes / (1024.0 * 1024 * 1024));
   std::fflush(stdout);
 
-  const double bw = measure_bandwidth_gbs(pool);
-  std::printf("bandwidth: %.1f GB/s\n", bw);
+  const double bw = print_bandwidth(pool);
   const double roofline = bw * 1e9 / static_cast<double>(info.weight_bytes);
   std::printf("roofline: %.1f steps/s\n", roofline);
   std::fflush(stdout);
@@ -215,8 +214,7 @@ int bench_model(const BenchModelArgs& args) {
   std::printf("weights read per token: %.3f GiB\n", info.weight_bytes / (1024.0 * 1024 * 1024));
   std::fflush(stdout);
 
-  const double bw = measure_bandwidth_gbs(pool);
-  std::printf("bandwidth: %.1f GB/s\n", bw);
+  const double bw = print_bandwidth(pool);
   const double roofline = bw * 1e9 / static_cast<double>(info.weight_bytes);
   std::printf("roofline: %.1f tok/s\n", roofline);
   std::fflush(stdout);

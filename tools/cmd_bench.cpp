@@ -95,9 +95,10 @@ std::vector<PackedMat> make_weights(DType t, Shape s, ThreadPool& pool) {
   return out;
 }
 
-// GB/s (weight bytes per second) of the fastest of many matvec calls that rotate over the
-// copies, so every call streams its matrix from memory. The fastest call is the one least
-// disturbed by other processes.
+// GB/s (weight bytes per second) of matvec calls rotating over the copies, so every call
+// streams its matrix from memory: the fastest of several rounds, each of calls one after
+// another until at least 1 GiB has been read. The same statistic as the bandwidth probe's (the
+// fastest whole pass over 1 GiB), so the two compare like with like.
 double bench_matvec(DType t, Shape s, const std::vector<PackedMat>& w, ThreadPool& pool,
                     bool quick) {
   const size_t rb = row_bytes(t, s.cols), bytes = rb * static_cast<size_t>(s.rows);
@@ -107,17 +108,18 @@ double bench_matvec(DType t, Shape s, const std::vector<PackedMat>& w, ThreadPoo
   for (auto& v : x) v = nd(rng);
   auto view = [&](size_t i) { return w[i % w.size()].view; };
   matvec(view(0), x.data(), y.data(), pool);  // warm-up (scratch, pool)
-  const double budget_s = quick ? 0.2 : 0.8;
-  const int min_calls = quick ? 10 : 30;
-  double best = 1e30;
+  const double budget_s = quick ? 0.25 : 1.0;
+  const int min_rounds = 3;
+  const size_t calls = std::max<size_t>(1, ((size_t{1} << 30) + bytes - 1) / bytes);
+  double best = 0;
+  size_t call = 1;
   const auto start = Clock::now();
-  for (size_t call = 1; call <= static_cast<size_t>(min_calls) || seconds_since(start) < budget_s;
-       ++call) {
+  for (int round = 0; round < min_rounds || seconds_since(start) < budget_s; ++round) {
     const auto t0 = Clock::now();
-    matvec(view(call), x.data(), y.data(), pool);
-    best = std::min(best, seconds_since(t0));
+    for (size_t c = 0; c < calls; ++c) matvec(view(call++), x.data(), y.data(), pool);
+    best = std::max(best, static_cast<double>(bytes * calls) / seconds_since(t0) / 1e9);
   }
-  return static_cast<double>(bytes) / best / 1e9;
+  return best;
 }
 
 // GFLOP/s of one matmul with n activation rows (best of two when a call is quick); negative
@@ -147,7 +149,7 @@ double bench_matmul(Shape s, const std::vector<PackedMat>& w, int64_t n, ThreadP
 // The matrices of one RecurrentGemma-2B token (random_model_spec: every projection and the
 // tied head, in t where its rows are whole blocks of t) one after another, as a decode step
 // reads them, in the layouts the model uses: the mean GB/s over `tokens` tokens after one
-// warm-up token. Unlike the fastest single call above, this is what decoding sees.
+// warm-up token: what decoding sees.
 double bench_token(DType t, ThreadPool& pool, int tokens, double* gib) {
   const RandomModelSpec spec = random_model_spec("recurrentgemma-2b", t);
   std::vector<PackedMat> mats;
@@ -177,8 +179,7 @@ int run_kernels(const KernelArgs& a) {
   ThreadPool& pool = default_pool();
   const auto types = parse_types(a.types);
   std::printf("threads: %d, isa: %s\n", pool.size(), std::string(isa_name(active_isa())).c_str());
-  const double bw = measure_bandwidth_gbs(pool);
-  std::printf("bandwidth: %.1f GB/s\n", bw);
+  const double bw = print_bandwidth(pool);
   std::fflush(stdout);
   bool matmul_ok = true;
   for (DType t : types) {
