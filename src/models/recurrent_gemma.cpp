@@ -45,13 +45,14 @@ struct Layer {
   // Recurrent block.
   models::FusedLinear lin_xy;  // linear_x, linear_y
   Linear lin_out;
-  std::vector<float> conv_w;     // [R, K], tap K-1 multiplies the newest input
-  std::vector<float> conv_b;     // [R]
-  std::vector<float> neg_c_sp;   // -8 * softplus(recurrent_param), [R]
-  std::vector<float> in_gate_t;  // [H, bw_out, bw_in] (transposed from [H, in, out])
-  std::vector<float> a_gate_t;   // [H, bw_out, bw_in]
-  std::vector<float> in_gate_b;  // [R]
-  std::vector<float> a_gate_b;   // [R]
+  std::vector<float> conv_w;    // [R, K], tap K-1 multiplies the newest input
+  std::vector<float> conv_b;    // [R]
+  std::vector<float> neg_c_sp;  // -8 * softplus(recurrent_param), [R]
+  // Per head h, the input gate's and the recurrence gate's [bw, bw] blocks one after the other
+  // as one [2 bw, bw] matrix (out, in: transposed from HF's [H, in, out]), and their biases:
+  // one matvec gives both gates of a head.
+  std::vector<float> gates_t;  // [H, 2, bw_out, bw_in]
+  std::vector<float> gates_b;  // [H, 2, bw]
   // Attention block.
   models::FusedLinear qkv;  // q_proj, k_proj, v_proj
   Linear o;
@@ -212,10 +213,19 @@ class RecurrentGemma final : public LanguageModel {
         L.neg_c_sp.resize(static_cast<size_t>(R));
         ops::softplus(lam.data(), L.neg_c_sp.data(), R);
         for (float& x : L.neg_c_sp) x *= -8.0f;
-        L.in_gate_t = transpose_gate(f, gp + "input_gate_weight", H, bw);
-        L.a_gate_t = transpose_gate(f, gp + "recurrent_gate_weight", H, bw);
-        L.in_gate_b = models::to_f32(models::need_tensor(f, gp + "input_gate_bias", {H, bw}));
-        L.a_gate_b = models::to_f32(models::need_tensor(f, gp + "recurrent_gate_bias", {H, bw}));
+        const std::vector<float> wx = transpose_gate(f, gp + "input_gate_weight", H, bw);
+        const std::vector<float> wa = transpose_gate(f, gp + "recurrent_gate_weight", H, bw);
+        const std::vector<float> bx =
+            models::to_f32(models::need_tensor(f, gp + "input_gate_bias", {H, bw}));
+        const std::vector<float> ba =
+            models::to_f32(models::need_tensor(f, gp + "recurrent_gate_bias", {H, bw}));
+        const size_t blk = static_cast<size_t>(bw * bw), nb = static_cast<size_t>(bw);
+        for (size_t h = 0; h < static_cast<size_t>(H); ++h) {
+          L.gates_t.insert(L.gates_t.end(), wx.begin() + h * blk, wx.begin() + (h + 1) * blk);
+          L.gates_t.insert(L.gates_t.end(), wa.begin() + h * blk, wa.begin() + (h + 1) * blk);
+          L.gates_b.insert(L.gates_b.end(), bx.begin() + h * nb, bx.begin() + (h + 1) * nb);
+          L.gates_b.insert(L.gates_b.end(), ba.begin() + h * nb, ba.begin() + (h + 1) * nb);
+        }
       }
       layers_.push_back(std::move(L));
     }
@@ -276,8 +286,8 @@ class RecurrentGemma final : public LanguageModel {
         b += L.qkv.bytes() + L.o.bytes();
       } else {
         b += L.lin_xy.bytes() + L.lin_out.bytes();
-        b += (L.conv_w.size() + L.conv_b.size() + L.neg_c_sp.size() + L.in_gate_t.size() +
-              L.a_gate_t.size() + L.in_gate_b.size() + L.a_gate_b.size()) *
+        b += (L.conv_w.size() + L.conv_b.size() + L.neg_c_sp.size() + L.gates_t.size() +
+              L.gates_b.size()) *
              4;
       }
     }
@@ -352,6 +362,7 @@ class RecurrentGemma final : public LanguageModel {
     s.rope = buf(N * cfg_.rot_dim());
     s.scores = buf(static_cast<int64_t>(pool.size()) * cfg_.num_attention_heads *
                    (cfg_.attention_window_size + 1));
+    s.gate_out = buf(static_cast<int64_t>(pool.size()) * 2 * R / cfg_.num_attention_heads);
 
     // x0 = E[token] * bf16(sqrt(d))
     for (int64_t r = 0; r < N; ++r) {
@@ -390,8 +401,9 @@ class RecurrentGemma final : public LanguageModel {
     int32_t* row_seg = nullptr;  // segment of each row
     int64_t* row_pos = nullptr;  // position of each row
     float *a = nullptr, *b = nullptr, *c = nullptr, *e = nullptr, *f = nullptr;
-    float* rope = nullptr;    // [N, rot_dim]: cos then sin of each pair
-    float* scores = nullptr;  // [threads, heads, W + 1]
+    float* rope = nullptr;      // [N, rot_dim]: cos then sin of each pair
+    float* scores = nullptr;    // [threads, heads, W + 1]
+    float* gate_out = nullptr;  // [threads, 2 * lru_width / heads]
   };
 
   bool has_attention() const {
@@ -460,45 +472,53 @@ class RecurrentGemma final : public LanguageModel {
       }
     }
 
-    // Gates: block-diagonal per head, gx = sigmoid(c_h Wx_h + bx_h), ga likewise.
-    auto gates = [&](int64_t begin, int64_t end) {
+    // Gates: block-diagonal per head, gx = sigmoid(c_h Wx_h + bx_h), ga likewise; one [2 bw, bw]
+    // matvec per (head, row). Items go head by head, so a thread reuses a head's block across
+    // rows while it is in cache; each thread takes an equal share in one pass (the items are
+    // equal work), which streams the blocks faster than claiming them one at a time.
+    auto gates = [&](int tid, int nt) {
+      int64_t begin, end;
+      ThreadPool::split(N * H, 1, tid, nt, &begin, &end);
+      float* both = s.gate_out + tid * 2 * bw;
       for (int64_t item = begin; item < end; ++item) {
-        const int64_t r = item / H, h = item % H;
-        const float* ch = c + r * R + h * bw;
-        float* ox = gx + r * R + h * bw;
-        float* oa = ga + r * R + h * bw;
-        // Head h's [bw, bw] blocks as matrices, on this thread (the items are the split).
-        const size_t blk = static_cast<size_t>(h * bw * bw), rb = static_cast<size_t>(bw) * 4;
-        matvec(MatView{DType::F32, bw, bw, L.in_gate_t.data() + blk, rb}, ch, ox, serial_pool());
-        matvec(MatView{DType::F32, bw, bw, L.a_gate_t.data() + blk, rb}, ch, oa, serial_pool());
-        ops::add(ox, L.in_gate_b.data() + h * bw, ox, bw);
-        ops::add(oa, L.a_gate_b.data() + h * bw, oa, bw);
-        ops::sigmoid(ox, ox, bw);
-        ops::sigmoid(oa, oa, bw);
+        const int64_t h = item / N, r = item % N;
+        const size_t blk = static_cast<size_t>(h * 2 * bw * bw), rb = static_cast<size_t>(bw) * 4;
+        matvec(MatView{DType::F32, 2 * bw, bw, L.gates_t.data() + blk, rb}, c + r * R + h * bw,
+               both, serial_pool());
+        ops::add(both, L.gates_b.data() + h * 2 * bw, both, 2 * bw);
+        ops::sigmoid(both, both, 2 * bw);
+        std::memcpy(gx + r * R + h * bw, both, static_cast<size_t>(bw) * sizeof(float));
+        std::memcpy(ga + r * R + h * bw, both + bw, static_cast<size_t>(bw) * sizeof(float));
       }
     };
-    par_for(pool, N * H, 1, gates);
+    par_run(pool, gates);
 
-    // RG-LRU scan, sequential in time per state, parallel over channels.
+    // RG-LRU scan, sequential in time per state, parallel over channels, kB channels at a time:
+    // log_a = -8 ga softplus(L), a = exp(log_a), m = sqrt(1 - exp(2 log_a)).
     auto scan = [&](int64_t begin, int64_t end) {
+      constexpr int64_t kB = 64;
+      float log_a[kB], a[kB], a2[kB];
       for (const Segment& seg : segs) {
         float* hs = seg.st->h(li);
-        for (int64_t i = begin; i < end; ++i) {
-          float h = hs[i];
+        for (int64_t i0 = begin; i0 < end; i0 += kB) {
+          const int64_t nb = std::min(kB, end - i0);
           for (int64_t t = 0; t < seg.n; ++t) {
-            const int64_t at = (seg.row0 + t) * R + i;
-            const float log_a = L.neg_c_sp[i] * ga[at];
-            const float xg = c[at] * gx[at];
-            if (seg.pos0 + t == 0) {
-              h = xg;  // reset: no carry-over, no normalisation
-            } else {
-              const float a = std::exp(log_a);
-              const float m = std::sqrt(1.0f - std::exp(2.0f * log_a));
-              h = a * h + xg * m;
+            const int64_t at = (seg.row0 + t) * R + i0;
+            float* ct = c + at;
+            const float* gxt = gx + at;
+            const float* gat = ga + at;
+            float* h = hs + i0;
+            if (seg.pos0 + t == 0) {  // reset: no carry-over, no normalisation
+              for (int64_t j = 0; j < nb; ++j) ct[j] = h[j] = ct[j] * gxt[j];
+              continue;
             }
-            c[at] = h;
+            for (int64_t j = 0; j < nb; ++j) log_a[j] = L.neg_c_sp[i0 + j] * gat[j];
+            ops::exp(log_a, a, nb);
+            for (int64_t j = 0; j < nb; ++j) log_a[j] *= 2.0f;
+            ops::exp(log_a, a2, nb);
+            for (int64_t j = 0; j < nb; ++j)
+              ct[j] = h[j] = a[j] * h[j] + ct[j] * gxt[j] * std::sqrt(1.0f - a2[j]);
           }
-          hs[i] = h;
         }
       }
     };
