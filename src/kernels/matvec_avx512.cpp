@@ -343,10 +343,10 @@ struct KQ4K_X16 {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi32(0x3F);
     const __m512i mhi = _mm512_set1_epi32(0x003C003C);
     __m512(&acc)[NX] = acc0[0];
-    __m512i iacc[NX], iacc16[NX], imin[NX];
+    __m512i iacc[NX], imin[NX];
     alignas(16) int32_t bpair[NX][4];  // (sum of x over sub-block 2k, over 2k + 1) as words
     for (int j = 0; j < NX; ++j) {
-      iacc[j] = iacc16[j] = imin[j] = _mm512_setzero_si512();
+      iacc[j] = imin[j] = _mm512_setzero_si512();
       const int16_t* bs = xs[j].bsums + 16 * i;
       _mm_store_si128(reinterpret_cast<__m128i*>(bpair[j]),
                       _mm_hadd_epi16(loadu128(bs), loadu128(bs + 8)));
@@ -381,8 +381,10 @@ struct KQ4K_X16 {
             dlo = _mm512_dpbusd_epi32(dlo, lo[t], _mm512_set1_epi32(xq[t]));
             dhi = _mm512_dpbusd_epi32(dhi, hi[t], _mm512_set1_epi32(xq[4 + t]));
           }
-          iacc[j] = _mm512_add_epi32(iacc[j], _mm512_mullo_epi32(dlo, sc[h]));
-          iacc16[j] = _mm512_add_epi32(iacc16[j], _mm512_mullo_epi32(dhi, sc[h]));
+          // dhi is 16 times the high nibbles' sum, so the shift is exact; one multiply by the
+          // sub-block scale for both halves
+          const __m512i dsum = _mm512_add_epi32(dlo, _mm512_srai_epi32(dhi, 4));
+          iacc[j] = _mm512_add_epi32(iacc[j], _mm512_mullo_epi32(dsum, sc[h]));
         }
       }
     }
@@ -390,9 +392,7 @@ struct KQ4K_X16 {
     const __m512 dmin = _mm512_cvtph_ps(loadu256(c + 32));
     for (int j = 0; j < NX; ++j) {
       const __m512 dx = _mm512_set1_ps(xs[j].d[i]);
-      // iacc16 holds 16 times the high-nibble sums, so the shift is exact
-      const __m512i isum = _mm512_add_epi32(iacc[j], _mm512_srai_epi32(iacc16[j], 4));
-      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), acc[j]);
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[j]), _mm512_mul_ps(d, dx), acc[j]);
       acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin[j]), _mm512_mul_ps(dmin, dx), acc[j]);
     }
   }
