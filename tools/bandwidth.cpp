@@ -64,10 +64,10 @@ uint64_t sum(int streams, const uint8_t* p, size_t n) {
 
 }  // namespace
 
-Bandwidth measure_bandwidth(ThreadPool& pool, double gib) {
+Bandwidth measure_bandwidth(ThreadPool& pool, double seconds) {
   constexpr size_t kSlice = size_t{128} << 20;
   constexpr size_t kChunk = size_t{1} << 20;
-  const size_t bytes = static_cast<size_t>(std::max(gib, 1.0) * (1ull << 30)) / kSlice * kSlice;
+  const size_t bytes = size_t{1} << 30;
   const size_t slices = bytes / kSlice;
   auto buf = aligned_buffer(bytes);
   auto* p = static_cast<uint8_t*>(buf.get());
@@ -98,7 +98,7 @@ Bandwidth measure_bandwidth(ThreadPool& pool, double gib) {
     return static_cast<double>(bytes) / seconds_since(t0) / 1e9;
   };
   const auto start = Clock::now();
-  for (int i = 0; i < 12 || seconds_since(start) < 1.5; ++i)
+  for (int i = 0; i < 12 || seconds_since(start) < seconds; ++i)
     bw.sustained_gbs = std::max(bw.sustained_gbs, pass(i % 3));
 
   // Bursts: one 128 MiB slice per call, rotating over the slices (so each comes from memory).
@@ -126,6 +126,14 @@ double print_bandwidth(ThreadPool& pool) {
               bw.burst_gbs);
   std::fflush(stdout);
   return bw.sustained_gbs;
+}
+
+void print_probes(const Probes& p, const char* what) {
+  std::printf(
+      "bandwidth: %.1f GB/s (the higher of the probes just before and after %s: %.1f, "
+      "%.1f GB/s)\n",
+      p.best(), what, p.before, p.after);
+  std::fflush(stdout);
 }
 
 }  // namespace cachet::cli

@@ -17,9 +17,29 @@ struct Bandwidth {
   double burst_gbs = 0;
 };
 
-Bandwidth measure_bandwidth(ThreadPool& pool, double gib = 1.0);
+// Whole passes for at least `seconds` (and at least 12), then the bursts.
+Bandwidth measure_bandwidth(ThreadPool& pool, double seconds = 1.5);
 
 // Prints `bandwidth: X GB/s` (the roofline reference) and the burst figure on its own line.
 double print_bandwidth(ThreadPool& pool);
+
+// The load on this machine's memory moves within seconds, so a figure is compared with probes
+// taken just before and just after it: the higher of the two is its reference.
+struct Probes {
+  double before = 0, after = 0;
+  double best() const { return before > after ? before : after; }
+};
+
+template <typename F>
+Probes between_probes(ThreadPool& pool, F&& measure) {
+  Probes p;
+  p.before = measure_bandwidth(pool, 1.0).sustained_gbs;
+  measure();
+  p.after = measure_bandwidth(pool, 1.0).sustained_gbs;
+  return p;
+}
+
+// `bandwidth: X GB/s (the higher of the probes just before and after WHAT: B, A GB/s)`
+void print_probes(const Probes& p, const char* what);
 
 }  // namespace cachet::cli

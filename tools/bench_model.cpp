@@ -173,10 +173,16 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
     model->forward(state, t, t, spk.data(), logits);
   };
   step(0);  // warm up
-  const auto t0 = Clock::now();
-  for (int i = 1; i < steps; ++i) step(i);
-  const double sps = (steps - 1) / seconds_since(t0);
-  std::printf("stage1 step: %.1f steps/s (%.0f%% of roofline)\n", sps, 100.0 * sps / roofline);
+  double sps = 0;
+  const Probes probes = between_probes(pool, [&] {
+    const auto t0 = Clock::now();
+    for (int i = 1; i < steps; ++i) step(i);
+    sps = (steps - 1) / seconds_since(t0);
+  });
+  print_probes(probes, "the next figure");
+  const double local_roofline = probes.best() * 1e9 / static_cast<double>(info.weight_bytes);
+  std::printf("stage1 step: %.1f steps/s (%.0f%% of roofline, %.1f steps/s at %.1f GB/s)\n", sps,
+              100.0 * sps / local_roofline, local_roofline, probes.best());
   std::printf("peak RSS: %.2f GiB\n", peak_rss_gib());
   std::printf("state: %.1f MiB after %lld positions\n", state.bytes() / (1024.0 * 1024.0),
               static_cast<long long>(state.position()));
@@ -234,16 +240,25 @@ int bench_model(const BenchModelArgs& args) {
     std::fflush(stdout);
   }
   const int steps = args.decode_steps;
-  const double d512 = decode_speed(*model, state, steps, logits);
-  const double rss512 = current_rss_gib();
-  std::printf("decode after %d: %.1f tok/s (%.0f%% of roofline)\n", prompt, d512,
-              100.0 * d512 / roofline);
-  std::fflush(stdout);
+  // Each decode figure runs between two bandwidth probes; its roofline share uses the higher.
+  auto decode_figure = [&](int64_t after, double* rss) {
+    double tps = 0;
+    const Probes probes = between_probes(pool, [&] {
+      tps = decode_speed(*model, state, steps, logits);
+      if (rss) *rss = current_rss_gib();
+    });
+    print_probes(probes, "the next figure");
+    const double local_roofline = probes.best() * 1e9 / static_cast<double>(info.weight_bytes);
+    std::printf("decode after %lld: %.1f tok/s (%.0f%% of roofline, %.1f tok/s at %.1f GB/s)\n",
+                static_cast<long long>(after), tps, 100.0 * tps / local_roofline, local_roofline,
+                probes.best());
+    std::fflush(stdout);
+  };
+  double rss512 = 0;
+  decode_figure(prompt, &rss512);
   if (args.long_context > state.position()) {
     advance_to(*model, state, args.long_context, 512, logits);
-    const double dlong = decode_speed(*model, state, steps, logits);
-    std::printf("decode after %d: %.1f tok/s (%.0f%% of roofline)\n", args.long_context, dlong,
-                100.0 * dlong / roofline);
+    decode_figure(args.long_context, nullptr);
     std::printf("RSS after %d: %.2f GiB, after %d: %.2f GiB\n", prompt, rss512, args.long_context,
                 current_rss_gib());
   }

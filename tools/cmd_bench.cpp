@@ -179,38 +179,54 @@ int run_kernels(const KernelArgs& a) {
   ThreadPool& pool = default_pool();
   const auto types = parse_types(a.types);
   std::printf("threads: %d, isa: %s\n", pool.size(), std::string(isa_name(active_isa())).c_str());
-  const double bw = print_bandwidth(pool);
   std::fflush(stdout);
   bool matmul_ok = true;
   for (DType t : types) {
     const std::string tn(dtype_name(t));
-    for (Shape s : kShapes) {
-      const auto w = make_weights(t, s, pool);
-      const double gbs = bench_matvec(t, s, w, pool, a.quick);
-      std::printf("matvec %s %lldx%lld: %.1f GB/s (%.0f%% of bandwidth)\n", tn.c_str(),
-                  static_cast<long long>(s.rows), static_cast<long long>(s.cols), gbs,
-                  100.0 * gbs / bw);
-      std::fflush(stdout);
-      if (matmul_ok && (!a.quick || s.rows == 4096)) {
-        constexpr int64_t kN = 512;
-        const double gf = bench_matmul(s, w, kN, pool);
-        if (gf < 0) {
-          matmul_ok = false;
-        } else {
-          std::printf("matmul %s %lldx%lld N=%lld: %.1f GFLOP/s\n", tn.c_str(),
-                      static_cast<long long>(s.rows), static_cast<long long>(s.cols),
-                      static_cast<long long>(kN), gf);
-          std::fflush(stdout);
+    // A type's figures run between two bandwidth probes and are printed after them: a figure
+    // with a GB/s value (matvec) is also given as a share of the higher probe.
+    struct Line {
+      std::string text;
+      double gbs = -1;
+    };
+    std::vector<Line> lines;
+    char buf[256];
+    const Probes probes = between_probes(pool, [&] {
+      for (Shape s : kShapes) {
+        const auto w = make_weights(t, s, pool);
+        std::snprintf(buf, sizeof buf, "matvec %s %lldx%lld: ", tn.c_str(),
+                      static_cast<long long>(s.rows), static_cast<long long>(s.cols));
+        lines.push_back({buf, bench_matvec(t, s, w, pool, a.quick)});
+        if (matmul_ok && (!a.quick || s.rows == 4096)) {
+          constexpr int64_t kN = 512;
+          const double gf = bench_matmul(s, w, kN, pool);
+          if (gf < 0) {
+            matmul_ok = false;
+          } else {
+            std::snprintf(buf, sizeof buf, "matmul %s %lldx%lld N=%lld: %.1f GFLOP/s", tn.c_str(),
+                          static_cast<long long>(s.rows), static_cast<long long>(s.cols),
+                          static_cast<long long>(kN), gf);
+            lines.push_back({buf});
+          }
         }
       }
+      if (a.token) {
+        double gib = 0;
+        const double gbs = bench_token(t, pool, a.quick ? 4 : 16, &gib);
+        std::snprintf(buf, sizeof buf, "matvec %s recurrentgemma-2b token (%.2f GiB): ", tn.c_str(),
+                      gib);
+        lines.push_back({buf, gbs});
+      }
+    });
+    print_probes(probes, ("the " + tn + " figures").c_str());
+    for (const Line& l : lines) {
+      if (l.gbs < 0)
+        std::printf("%s\n", l.text.c_str());
+      else
+        std::printf("%s%.1f GB/s (%.0f%% of bandwidth)\n", l.text.c_str(), l.gbs,
+                    100.0 * l.gbs / probes.best());
     }
-    if (a.token) {
-      double gib = 0;
-      const double gbs = bench_token(t, pool, a.quick ? 4 : 16, &gib);
-      std::printf("matvec %s recurrentgemma-2b token (%.2f GiB): %.1f GB/s (%.0f%% of bandwidth)\n",
-                  tn.c_str(), gib, gbs, 100.0 * gbs / bw);
-      std::fflush(stdout);
-    }
+    std::fflush(stdout);
   }
   return 0;
 }

@@ -14,8 +14,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "cachet/file.h"
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "cachet/gguf.h"
 #include "cachet/metavoice_gpt.h"
 #include "cachet/model_files.h"
@@ -104,7 +104,6 @@ uint64_t total_bytes(const ModelFiles& files) {
   for (const auto& [name, t] : files.tensors) n += t.nbytes;
   return n;
 }
-
 
 // The stage-1 GPT of a METAVOICE_DIR (first_stage.safetensors) to GGUF, tensor names kept (as
 // candle's quantized first_stage_q4k.gguf has them). The directory's effective stage configs

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cachet/file.h"
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "cachet/generate.h"
 #include "cachet/model.h"
 #include "cachet/tokenizer.h"
@@ -18,7 +18,6 @@
 
 namespace cachet::cli {
 namespace {
-
 
 double rate(double n, double seconds) {
   return seconds > 0 ? n / seconds : 0.0;
@@ -44,7 +43,8 @@ Register run_cmd{Command{
         CACHET_CHECK(!(has_prompt && has_file), "run: give either -p or --prompt-file, not both");
         const uint64_t seed = finalize_text_gen_options(a->gen);
         const std::string path = model_or_default(a->gen.model);
-        const std::string prompt = has_file ? read_file(a->prompt_file, "the prompt file") : a->prompt;
+        const std::string prompt =
+            has_file ? read_file(a->prompt_file, "the prompt file") : a->prompt;
 
         auto model = load_model(path);
         const Tokenizer tok = Tokenizer::from_path(path);

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "cachet/file.h"
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "cachet/mv_tokenizer.h"
 #include "cachet/tokenizer.h"
 #include "cli.h"

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "cachet/file.h"
 #include "cachet/encodec.h"
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "cachet/metavoice.h"
 #include "cachet/wav.h"
 #include "cli.h"
@@ -31,7 +31,6 @@ struct TtsArgs {
   int64_t max_tokens = -1;
   bool no_loudness = false, float_wav = false, verbose = false;
 };
-
 
 void write_codes_json(const std::string& path, const std::vector<std::vector<int>>& codes) {
   nlohmann::json j = {{"codes", codes}};

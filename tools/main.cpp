@@ -1,7 +1,7 @@
 // cachet: command-line entry point.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
-#include <algorithm>
 #include <map>
 
 #include "cachet/error.h"
@@ -21,7 +21,9 @@ int* add_threads_option(CLI::App* sub) {
   return n;
 }
 
-void apply_threads(int n) { set_default_threads(n); }
+void apply_threads(int n) {
+  set_default_threads(n);
+}
 
 }  // namespace cachet::cli
 
@@ -32,7 +34,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "cachet 0.1.0");
   std::map<CLI::App*, std::function<int()>> actions;
   auto& cmds = registry();
-  std::sort(cmds.begin(), cmds.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+  std::sort(cmds.begin(), cmds.end(),
+            [](const Command& a, const Command& b) { return a.name < b.name; });
   for (auto& c : cmds) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     actions[sub] = c.setup(sub);

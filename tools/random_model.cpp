@@ -4,9 +4,9 @@
 #include <cstring>
 #include <random>
 
-#include "cachet/hash.h"
 #include "cachet/error.h"
 #include "cachet/gguf.h"
+#include "cachet/hash.h"
 #include "cachet/quant.h"
 #include "cachet/tensor.h"
 #include "cachet/threadpool.h"
@@ -68,9 +68,15 @@ void fill_small(const RandomTensor& t, uint64_t seed, float* out, int64_t n) {
   std::uniform_real_distribution<float> uni(0.0f, 1.0f);
   for (int64_t i = 0; i < n; ++i) {
     switch (t.kind) {
-      case RandomTensor::Kind::Norm: out[i] = 0.1f * normal(rng); break;
-      case RandomTensor::Kind::Bias: out[i] = 0.02f * normal(rng); break;
-      case RandomTensor::Kind::ConvWeight: out[i] = 0.5f * normal(rng); break;
+      case RandomTensor::Kind::Norm:
+        out[i] = 0.1f * normal(rng);
+        break;
+      case RandomTensor::Kind::Bias:
+        out[i] = 0.02f * normal(rng);
+        break;
+      case RandomTensor::Kind::ConvWeight:
+        out[i] = 0.5f * normal(rng);
+        break;
       case RandomTensor::Kind::Lambda: {
         // a = sigmoid(-lambda)^8 in (0.9, 0.999), as at initialisation of the reference.
         const float a = 0.9f + 0.099f * uni(rng);
@@ -83,7 +89,9 @@ void fill_small(const RandomTensor& t, uint64_t seed, float* out, int64_t n) {
         out[i] = s * normal(rng);
         break;
       }
-      default: out[i] = 0.02f * normal(rng); break;
+      default:
+        out[i] = 0.02f * normal(rng);
+        break;
     }
   }
 }
@@ -104,8 +112,8 @@ RowPool make_pool(const RandomTensor& t, uint64_t seed) {
   p.data.resize(p.row_bytes * p.rows);
   std::mt19937_64 rng(seed ^ fnv1a64(t.name));
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const float s = t.kind == RandomTensor::Kind::Embedding ? 0.02f
-                                                          : 1.0f / std::sqrt(static_cast<float>(cols));
+  const float s =
+      t.kind == RandomTensor::Kind::Embedding ? 0.02f : 1.0f / std::sqrt(static_cast<float>(cols));
   std::vector<float> row(cols);
   for (int64_t r = 0; r < p.rows; ++r) {
     for (auto& v : row) v = s * normal(rng);
@@ -139,13 +147,14 @@ DType matrix_type_for(DType want, int64_t cols) {
 }
 
 RandomModelSpec random_model_spec(const std::string& preset, DType type) {
-  CACHET_CHECK(is_weight_type(type) || type == DType::F32,
-               "type ", dtype_name(type), " cannot hold weights");
+  CACHET_CHECK(is_weight_type(type) || type == DType::F32, "type ", dtype_name(type),
+               " cannot hold weights");
   RandomModelSpec s;
   s.preset = preset;
   s.config = preset_config(preset);
   const auto& c = s.config;
-  const int64_t d = c["hidden_size"], R = c["lru_width"], E = c["intermediate_size"].get<int64_t>() / 2;
+  const int64_t d = c["hidden_size"], R = c["lru_width"],
+                E = c["intermediate_size"].get<int64_t>() / 2;
   const int64_t H = c["num_attention_heads"], hd = c["head_dim"], kv = c["num_key_value_heads"];
   const int64_t V = c["vocab_size"], L = c["num_hidden_layers"], K = c["conv1d_width"];
   using Kind = RandomTensor::Kind;
@@ -200,7 +209,8 @@ void fill_tensor(const RandomTensor& t, uint64_t seed, uint8_t* dst, ThreadPool&
     const RowPool p = make_pool(t, seed);
     const uint64_t s = seed ^ fnv1a64(t.name);
     pool.parallel_for(rows, 64, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) std::memcpy(dst + r * p.row_bytes, pool_row(p, s, r), p.row_bytes);
+      for (int64_t r = b; r < e; ++r)
+        std::memcpy(dst + r * p.row_bytes, pool_row(p, s, r), p.row_bytes);
     });
   } else {
     fill_small(t, seed, reinterpret_cast<float*>(dst), rows * cols);
