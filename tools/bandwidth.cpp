@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "cachet/cpu.h"
@@ -62,9 +65,7 @@ uint64_t sum(int streams, const uint8_t* p, size_t n) {
   }
 }
 
-}  // namespace
-
-Bandwidth measure_bandwidth(ThreadPool& pool, double seconds) {
+Bandwidth measure(ThreadPool& pool, double seconds, bool bursts) {
   constexpr size_t kSlice = size_t{128} << 20;
   constexpr size_t kChunk = size_t{1} << 20;
   const size_t bytes = size_t{1} << 30;
@@ -102,7 +103,7 @@ Bandwidth measure_bandwidth(ThreadPool& pool, double seconds) {
     bw.sustained_gbs = std::max(bw.sustained_gbs, pass(i % 3));
 
   // Bursts: one 128 MiB slice per call, rotating over the slices (so each comes from memory).
-  for (size_t call = 0; call < 4 * slices; ++call) {
+  for (size_t call = 0; bursts && call < 4 * slices; ++call) {
     const uint8_t* slice = p + (call % slices) * kSlice;
     const int streams = (call / slices) % 2 == 1 ? 4 : 1;
     const auto t0 = Clock::now();
@@ -116,6 +117,30 @@ Bandwidth measure_bandwidth(ThreadPool& pool, double seconds) {
   volatile uint64_t keep = 0;
   for (auto v : sink) keep = keep ^ v;
   (void)keep;
+  return bw;
+}
+
+// VmHWM of /proc/self/status in KiB (0 when unreadable).
+long vm_hwm_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
+  return 0;
+}
+
+long g_peak_before_probes_kib = 0;
+
+}  // namespace
+
+double peak_rss_gib() {
+  return static_cast<double>(std::max(g_peak_before_probes_kib, vm_hwm_kib())) / (1024.0 * 1024.0);
+}
+
+Bandwidth measure_bandwidth(ThreadPool& pool, double seconds, bool bursts) {
+  g_peak_before_probes_kib = std::max(g_peak_before_probes_kib, vm_hwm_kib());
+  Bandwidth bw = measure(pool, seconds, bursts);  // frees its buffer
+  std::ofstream("/proc/self/clear_refs") << "5";  // high-water mark back to the current RSS
   return bw;
 }
 

@@ -8,8 +8,8 @@ class ThreadPool;
 namespace cachet::cli {
 
 struct Bandwidth {
-  // The roofline reference: the fastest whole pass of a streaming read over a buffer of at
-  // least 1 GiB with every thread of the pool, in GB/s (1e9 bytes per second). Several read
+  // The roofline reference: the fastest whole pass of a streaming read over a buffer of
+  // 1 GiB with every thread of the pool, in GB/s (1e9 bytes per second). Several read
   // patterns take turns and the fastest pass of any counts.
   double sustained_gbs = 0;
   // The fastest single read of one 128 MiB slice of that buffer: a short burst, which a
@@ -17,13 +17,19 @@ struct Bandwidth {
   double burst_gbs = 0;
 };
 
-// Whole passes for at least `seconds` (and at least 12), then the bursts.
-Bandwidth measure_bandwidth(ThreadPool& pool, double seconds = 1.5);
+// Whole passes for at least `seconds` (and at least 12), then the bursts (when `bursts`). The
+// 1 GiB buffer is freed on return and kept out of peak_rss_gib().
+Bandwidth measure_bandwidth(ThreadPool& pool, double seconds = 1.5, bool bursts = true);
+
+// The process's peak resident memory in GiB, leaving out the probes' buffers: the high-water
+// mark is read before each probe and reset after it (/proc/self/clear_refs); where the kernel
+// does not allow the reset, the figure includes them.
+double peak_rss_gib();
 
 // Prints `bandwidth: X GB/s` (the roofline reference) and the burst figure on its own line.
 double print_bandwidth(ThreadPool& pool);
 
-// The load on this machine's memory moves within seconds, so a figure is compared with probes
+// The load on a shared host's memory moves within seconds, so a figure is compared with probes
 // taken just before and just after it: the higher of the two is its reference.
 struct Probes {
   double before = 0, after = 0;
@@ -33,9 +39,9 @@ struct Probes {
 template <typename F>
 Probes between_probes(ThreadPool& pool, F&& measure) {
   Probes p;
-  p.before = measure_bandwidth(pool, 1.0).sustained_gbs;
+  p.before = measure_bandwidth(pool, 1.0, false).sustained_gbs;
   measure();
-  p.after = measure_bandwidth(pool, 1.0).sustained_gbs;
+  p.after = measure_bandwidth(pool, 1.0, false).sustained_gbs;
   return p;
 }
 

@@ -4,8 +4,6 @@
 // advancing both guidance rows by one token, after a short prompt.
 #include "bench_model.h"
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -29,12 +27,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double peak_rss_gib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / (1024.0 * 1024.0);  // ru_maxrss is in KiB
 }
 
 double current_rss_gib() {
@@ -172,9 +164,9 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
     const std::span<const int32_t> t(&toks[static_cast<size_t>(i)], 1);
     model->forward(state, t, t, spk.data(), logits);
   };
-  step(0);  // warm up
   double sps = 0;
   const Probes probes = between_probes(pool, [&] {
+    step(0);  // warm up
     const auto t0 = Clock::now();
     for (int i = 1; i < steps; ++i) step(i);
     sps = (steps - 1) / seconds_since(t0);

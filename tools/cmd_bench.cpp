@@ -147,31 +147,48 @@ double bench_matmul(Shape s, const std::vector<PackedMat>& w, int64_t n, ThreadP
 }
 
 // The matrices of one RecurrentGemma-2B token (random_model_spec: every projection and the
-// tied head, in t where its rows are whole blocks of t) one after another, as a decode step
-// reads them, in the layouts the model uses: the mean GB/s over `tokens` tokens after one
-// warm-up token: what decoding sees.
-double bench_token(DType t, ThreadPool& pool, int tokens, double* gib) {
-  const RandomModelSpec spec = random_model_spec("recurrentgemma-2b", t);
+// tied head, in t where its rows are whole blocks of t) as a decode step reads them, in the
+// layouts the model uses.
+struct TokenMats {
   std::vector<PackedMat> mats;
   size_t bytes = 0;
   int64_t max_rows = 0, max_cols = 0;
+};
+
+TokenMats make_token_mats(DType t, ThreadPool& pool) {
+  const RandomModelSpec spec = random_model_spec("recurrentgemma-2b", t);
+  TokenMats tm;
   for (const RandomTensor& rt : spec.tensors) {
     if (rt.kind != RandomTensor::Kind::Matrix && rt.kind != RandomTensor::Kind::Embedding) continue;
     const Shape s{rt.shape[0], rt.shape[1]};
-    mats.push_back(make_weight(rt.type, s, pool));
-    bytes += row_bytes(rt.type, s.cols) * static_cast<size_t>(s.rows);
-    max_rows = std::max(max_rows, s.rows);
-    max_cols = std::max(max_cols, s.cols);
+    tm.mats.push_back(make_weight(rt.type, s, pool));
+    tm.bytes += row_bytes(rt.type, s.cols) * static_cast<size_t>(s.rows);
+    tm.max_rows = std::max(tm.max_rows, s.rows);
+    tm.max_cols = std::max(tm.max_cols, s.cols);
   }
-  *gib = static_cast<double>(bytes) / (1 << 30);
-  std::vector<float> x(static_cast<size_t>(max_cols), 0.5f), y(static_cast<size_t>(max_rows));
+  return tm;
+}
+
+// The mean GB/s over `tokens` tokens of tm's matrices one after another, after one warm-up
+// token: what decoding sees.
+double bench_token(const TokenMats& tm, ThreadPool& pool, int tokens) {
+  std::vector<float> x(static_cast<size_t>(tm.max_cols), 0.5f);
+  std::vector<float> y(static_cast<size_t>(tm.max_rows));
   auto token = [&] {
-    for (const PackedMat& m : mats) matvec(m.view, x.data(), y.data(), pool);
+    for (const PackedMat& m : tm.mats) matvec(m.view, x.data(), y.data(), pool);
   };
   token();  // warm-up (first touch of the scratch, the pool)
   const auto t0 = Clock::now();
   for (int i = 0; i < tokens; ++i) token();
-  return static_cast<double>(bytes) * tokens / seconds_since(t0) / 1e9;
+  return static_cast<double>(tm.bytes) * tokens / seconds_since(t0) / 1e9;
+}
+
+// `LABEL: X GB/s (P% of bandwidth, B GB/s around it)`: B is the higher of the bandwidth probes
+// run just before and just after the figure (bandwidth.h).
+void print_share(const std::string& label, double gbs, const Probes& p) {
+  std::printf("%s: %.1f GB/s (%.0f%% of bandwidth, %.1f GB/s around it)\n", label.c_str(), gbs,
+              100.0 * gbs / p.best(), p.best());
+  std::fflush(stdout);
 }
 
 int run_kernels(const KernelArgs& a) {
@@ -179,54 +196,39 @@ int run_kernels(const KernelArgs& a) {
   ThreadPool& pool = default_pool();
   const auto types = parse_types(a.types);
   std::printf("threads: %d, isa: %s\n", pool.size(), std::string(isa_name(active_isa())).c_str());
-  std::fflush(stdout);
+  print_bandwidth(pool);
   bool matmul_ok = true;
+  char label[128];
   for (DType t : types) {
     const std::string tn(dtype_name(t));
-    // A type's figures run between two bandwidth probes and are printed after them: a figure
-    // with a GB/s value (matvec) is also given as a share of the higher probe.
-    struct Line {
-      std::string text;
-      double gbs = -1;
-    };
-    std::vector<Line> lines;
-    char buf[256];
-    const Probes probes = between_probes(pool, [&] {
-      for (Shape s : kShapes) {
-        const auto w = make_weights(t, s, pool);
-        std::snprintf(buf, sizeof buf, "matvec %s %lldx%lld: ", tn.c_str(),
-                      static_cast<long long>(s.rows), static_cast<long long>(s.cols));
-        lines.push_back({buf, bench_matvec(t, s, w, pool, a.quick)});
-        if (matmul_ok && (!a.quick || s.rows == 4096)) {
-          constexpr int64_t kN = 512;
-          const double gf = bench_matmul(s, w, kN, pool);
-          if (gf < 0) {
-            matmul_ok = false;
-          } else {
-            std::snprintf(buf, sizeof buf, "matmul %s %lldx%lld N=%lld: %.1f GFLOP/s", tn.c_str(),
-                          static_cast<long long>(s.rows), static_cast<long long>(s.cols),
-                          static_cast<long long>(kN), gf);
-            lines.push_back({buf});
-          }
+    for (Shape s : kShapes) {
+      const auto w = make_weights(t, s, pool);
+      double gbs = 0;
+      const Probes p = between_probes(pool, [&] { gbs = bench_matvec(t, s, w, pool, a.quick); });
+      std::snprintf(label, sizeof label, "matvec %s %lldx%lld", tn.c_str(),
+                    static_cast<long long>(s.rows), static_cast<long long>(s.cols));
+      print_share(label, gbs, p);
+      if (matmul_ok && (!a.quick || s.rows == 4096)) {
+        constexpr int64_t kN = 512;
+        const double gf = bench_matmul(s, w, kN, pool);
+        if (gf < 0) {
+          matmul_ok = false;
+        } else {
+          std::printf("matmul %s %lldx%lld N=%lld: %.1f GFLOP/s\n", tn.c_str(),
+                      static_cast<long long>(s.rows), static_cast<long long>(s.cols),
+                      static_cast<long long>(kN), gf);
+          std::fflush(stdout);
         }
       }
-      if (a.token) {
-        double gib = 0;
-        const double gbs = bench_token(t, pool, a.quick ? 4 : 16, &gib);
-        std::snprintf(buf, sizeof buf, "matvec %s recurrentgemma-2b token (%.2f GiB): ", tn.c_str(),
-                      gib);
-        lines.push_back({buf, gbs});
-      }
-    });
-    print_probes(probes, ("the " + tn + " figures").c_str());
-    for (const Line& l : lines) {
-      if (l.gbs < 0)
-        std::printf("%s\n", l.text.c_str());
-      else
-        std::printf("%s%.1f GB/s (%.0f%% of bandwidth)\n", l.text.c_str(), l.gbs,
-                    100.0 * l.gbs / probes.best());
     }
-    std::fflush(stdout);
+    if (a.token) {
+      const TokenMats tm = make_token_mats(t, pool);
+      double gbs = 0;
+      const Probes p = between_probes(pool, [&] { gbs = bench_token(tm, pool, a.quick ? 4 : 16); });
+      std::snprintf(label, sizeof label, "matvec %s recurrentgemma-2b token (%.2f GiB)", tn.c_str(),
+                    static_cast<double>(tm.bytes) / (1 << 30));
+      print_share(label, gbs, p);
+    }
   }
   return 0;
 }

@@ -29,8 +29,8 @@ inline void prefetch_ahead(const void* p, int64_t n) {
 }
 
 // The interleaved kernels read a group's chunks in order; where they read one group at a time
-// (Q4_K) or two are still short of lines in flight (Q6_K), each chunk asks for one a couple
-// of KiB on (see run_groups). Past the matrix is harmless.
+// (Q4_K) or two are still short of lines in flight (Q6_K, BF16), each chunk asks for one a few
+// KiB on (see run_groups). Past the matrix is harmless.
 inline void prefetch_chunk(const uint8_t* p, int64_t bytes) {
   for (int64_t l = 0; l < bytes; l += 64)
     _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
@@ -326,9 +326,10 @@ struct KQ6K_512 {
 //
 // Each 512-bit lane is one row: vpdpbusd multiplies four columns of 16 rows by four activation
 // bytes broadcast from memory, so a chunk of 16 rows x 256 columns takes 64 dot products, and
-// its scales and mins are decoded once for the 16 rows. Sub-block sums times the 6-bit scale,
-// over 8 sub-blocks, stay inside int32: at most 8 * 63 * 16 * 240 * 128 for the high nibbles,
-// which are summed at 16 times their value.
+// its scales and mins are decoded once for the 16 rows. The high nibbles are dotted at 16 times
+// their value (one instruction to isolate them) and their sum shifted down exactly before the
+// scale multiplies both halves: over 8 sub-blocks at most 8 * 63 * 2 * 16 * 15 * 128, inside
+// int32.
 
 struct KQ4K_X16 {
   static constexpr int64_t kChunkCols = 256, kChunkBytes = kX16Chunk;
@@ -488,9 +489,10 @@ struct KQ6K_X16 {
 
 struct KBF16_X16 {
   static constexpr int64_t kChunkCols = 32, kChunkBytes = kBf16X16Chunk;
-  // 4 KiB ahead in each group, with one group or two: at 4096x14336 (2 threads, alternating
-  // builds, sustained rates) two groups streamed 93-99% of the bandwidth with it against 87-94%
-  // without when the machine was loaded, 81-88% against 76-82% when it was not.
+  // 4 KiB ahead in each group (two at NX = 1, one otherwise; one group had 2 KiB before, not
+  // measured apart): at 4096x14336 (2 threads, alternating builds, sustained rates) two groups
+  // streamed 93-99% of the bandwidth with it against 87-94% without when the machine was
+  // loaded, 81-88% against 76-82% when it was not.
   template <int G>
   static constexpr int64_t kPrefetchChunks = 4;
   // A chain of vdpbf16ps waits for each result: kAcc accumulators per activation row hide

@@ -474,11 +474,14 @@ class RecurrentGemma final : public LanguageModel {
 
     // Gates: block-diagonal per head, gx = sigmoid(c_h Wx_h + bx_h), ga likewise; one [2 bw, bw]
     // matvec per (head, row). Items go head by head, so a thread reuses a head's block across
-    // rows while it is in cache; each thread takes an equal share in one pass (the items are
-    // equal work), which streams the blocks faster than claiming them one at a time.
-    auto gates = [&](int tid, int nt) {
+    // rows while it is in cache, and the threads claim two long runs of items each rather than
+    // one item at a time: longer streams from memory, and no thread waits for one that has not
+    // woken up yet.
+    const int64_t items = N * H;
+    const int64_t runs = std::min<int64_t>(items, 2 * static_cast<int64_t>(pool.size()));
+    auto gates = [&](int64_t ri, int tid) {
       int64_t begin, end;
-      ThreadPool::split(N * H, 1, tid, nt, &begin, &end);
+      ThreadPool::split(items, 1, static_cast<int>(ri), static_cast<int>(runs), &begin, &end);
       float* both = s.gate_out + tid * 2 * bw;
       for (int64_t item = begin; item < end; ++item) {
         const int64_t h = item / N, r = item % N;
@@ -491,7 +494,7 @@ class RecurrentGemma final : public LanguageModel {
         std::memcpy(ga + r * R + h * bw, both + bw, static_cast<size_t>(bw) * sizeof(float));
       }
     };
-    par_run(pool, gates);
+    pool.for_chunks_with_thread(runs, std::cref(gates));
 
     // RG-LRU scan, sequential in time per state, parallel over channels, kB channels at a time:
     // log_a = -8 ga softplus(L), a = exp(log_a), m = sqrt(1 - exp(2 log_a)).
