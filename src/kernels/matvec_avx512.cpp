@@ -489,12 +489,12 @@ struct KQ6K_X16 {
 
 struct KBF16_X16 {
   static constexpr int64_t kChunkCols = 32, kChunkBytes = kBf16X16Chunk;
-  // 4 KiB ahead in each group (two at NX = 1, one otherwise; one group had 2 KiB before, not
-  // measured apart): at 4096x14336 (2 threads, alternating builds, sustained rates) two groups
-  // streamed 93-99% of the bandwidth with it against 87-94% without when the machine was
-  // loaded, 81-88% against 76-82% when it was not.
+  // Two groups (NX = 1) prefetch 4 KiB ahead in each: at 4096x14336 (2 threads, alternating
+  // builds, sustained rates) they streamed 93-99% of the bandwidth with it against 87-94%
+  // without when the machine was loaded, 81-88% against 76-82% when it was not. One group
+  // (several activation rows) prefetches 2 KiB ahead.
   template <int G>
-  static constexpr int64_t kPrefetchChunks = 4;
+  static constexpr int64_t kPrefetchChunks = G == 1 ? 2 : 4;
   // A chain of vdpbf16ps waits for each result: kAcc accumulators per activation row hide
   // that. The same for every NX (outputs must not depend on it). Eight: with four, 4096x14336
   // streamed at 50-52 GB/s against 58 with eight (alternating runs, one group at a time).

@@ -220,6 +220,8 @@ class RecurrentGemma final : public LanguageModel {
         const std::vector<float> ba =
             models::to_f32(models::need_tensor(f, gp + "recurrent_gate_bias", {H, bw}));
         const size_t blk = static_cast<size_t>(bw * bw), nb = static_cast<size_t>(bw);
+        L.gates_t.reserve(2 * static_cast<size_t>(H) * blk);
+        L.gates_b.reserve(2 * static_cast<size_t>(H) * nb);
         for (size_t h = 0; h < static_cast<size_t>(H); ++h) {
           L.gates_t.insert(L.gates_t.end(), wx.begin() + h * blk, wx.begin() + (h + 1) * blk);
           L.gates_t.insert(L.gates_t.end(), wa.begin() + h * blk, wa.begin() + (h + 1) * blk);
