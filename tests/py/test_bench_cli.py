@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""`cachet bench` and `cachet bench kernels`: the script-readable lines and their arithmetic.
+
+Timings are never asserted. Checks: every figure line has its documented form; each roofline or
+bandwidth share is the printed figure over the printed reference; the reference of a figure is
+the higher of the two probes around it; the state and RSS lines are present and the state does
+not grow with context; bad presets and types are clear errors.
+"""
+import argparse
+import re
+import sys
+
+from harness import Results, run
+
+NUM = r"([0-9]+(?:\.[0-9]+)?)"
+
+
+def bench_model(cachet, res):
+    rc, out, err = run([cachet, "bench", "--random", "recurrentgemma-tiny", "--type", "Q8_0",
+                        "-t", "2", "-p", "32", "--long-context", "96", "--decode-steps", "4"],
+                       timeout=300)
+    if not res.check("bench runs", rc == 0, err.strip()[-300:]):
+        return
+    lines = out.splitlines()
+    res.check("first bandwidth line", any(re.fullmatch(rf"bandwidth: {NUM} GB/s", l) for l in lines))
+    res.check("burst line", any(l.startswith("burst bandwidth: ") for l in lines))
+    res.check("prefill line", any(re.fullmatch(rf"prefill 32: {NUM} tok/s", l) for l in lines))
+    for ctx in (32, 96):
+        pat = re.compile(rf"decode after {ctx}: {NUM} tok/s \(([0-9]+)% of roofline, {NUM} tok/s "
+                         rf"at {NUM} GB/s\)")
+        idx = [i for i, l in enumerate(lines) if pat.fullmatch(l)]
+        if not res.check(f"decode after {ctx} line", len(idx) == 1, "" if len(idx) == 1 else out):
+            continue
+        i = idx[0]
+        tps, share, roof, bw = (float(x) for x in pat.fullmatch(lines[i]).groups())
+        res.check(f"decode after {ctx} share", abs(share - 100 * tps / roof) <= 1.0 + 0.05 * share,
+                  f"{share}% vs {tps}/{roof}")
+        probe = re.fullmatch(rf"bandwidth: {NUM} GB/s \(the higher of the probes just before and "
+                             rf"after the next figure: {NUM}, {NUM} GB/s\)", lines[i - 1])
+        if res.check(f"probes before decode after {ctx}", probe is not None, lines[i - 1]):
+            best, before, after = (float(x) for x in probe.groups())
+            res.check(f"reference is the higher probe ({ctx})",
+                      abs(best - max(before, after)) <= 0.05 and abs(bw - best) <= 0.05,
+                      f"{best} {before} {after} {bw}")
+    rss = [re.fullmatch(rf"RSS after 32: {NUM} GiB, after 96: {NUM} GiB", l) for l in lines]
+    res.check("RSS line", any(rss))
+    res.check("peak RSS line", any(re.fullmatch(rf"peak RSS: {NUM} GiB", l) for l in lines))
+    res.check("state line", any(re.fullmatch(rf"state: {NUM} MiB per sequence", l) for l in lines))
+
+
+def bench_kernels(cachet, res):
+    rc, out, err = run([cachet, "bench", "kernels", "--quick", "-t", "2", "--types", "Q8_0"],
+                       timeout=600)
+    if not res.check("bench kernels runs", rc == 0, err.strip()[-300:]):
+        return
+    lines = out.splitlines()
+    res.check("kernels bandwidth line",
+              any(re.fullmatch(rf"bandwidth: {NUM} GB/s", l) for l in lines))
+    for shape in ("2560x7680", "7680x2560", "4096x14336"):
+        pat = re.compile(rf"matvec Q8_0 {shape}: {NUM} GB/s \(([0-9]+)% of bandwidth, {NUM} GB/s "
+                         r"around it\)")
+        m = [pat.fullmatch(l) for l in lines if pat.fullmatch(l)]
+        if res.check(f"matvec {shape} line", len(m) == 1, "" if len(m) == 1 else out):
+            gbs, share, ref = (float(x) for x in m[0].groups())
+            res.check(f"matvec {shape} share", abs(share - 100 * gbs / ref) <= 1.0 + 0.05 * share,
+                      f"{share}% vs {gbs}/{ref}")
+    ok = any(re.fullmatch(rf"matmul Q8_0 4096x14336 N=512: {NUM} GFLOP/s", l) for l in lines)
+    res.check("matmul line", ok, "" if ok else out)
+
+
+def bad_input(cachet, res):
+    rc, _, err = run([cachet, "bench", "--random", "no-such-preset", "--type", "Q8_0"])
+    res.check("unknown preset is an error", rc != 0 and "no-such-preset" in err, err.strip())
+    rc, _, err = run([cachet, "bench", "kernels", "--types", "Q9_9"])
+    res.check("unknown type is an error", rc != 0 and "Q9_9" in err, err.strip())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cachet", required=True)
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    res = Results()
+    bad_input(a.cachet, res)
+    bench_model(a.cachet, res)
+    bench_kernels(a.cachet, res)
+    print(f"{res.passed} passed, {len(res.failed)} failed: {res.failed}")
+    return 1 if res.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
