@@ -29,6 +29,17 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// The probes' lines, then `LABEL: R UNIT (P% of roofline, ROOF UNIT at B GB/s)`: the roofline
+// is the higher probe over the weight bytes read per token or step.
+void print_roofline_share(const Probes& p, const std::string& label, double rate, const char* unit,
+                          uint64_t weight_bytes) {
+  print_probes(p, "the next figure");
+  const double roofline = p.best() * 1e9 / static_cast<double>(weight_bytes);
+  std::printf("%s: %.1f %s (%.0f%% of roofline, %.1f %s at %.1f GB/s)\n", label.c_str(), rate, unit,
+              100.0 * rate / roofline, roofline, unit, p.best());
+  std::fflush(stdout);
+}
+
 double current_rss_gib() {
   std::ifstream in("/proc/self/statm");
   long pages = 0, resident = 0;
@@ -171,10 +182,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
     for (int i = 1; i < steps; ++i) step(i);
     sps = (steps - 1) / seconds_since(t0);
   });
-  print_probes(probes, "the next figure");
-  const double local_roofline = probes.best() * 1e9 / static_cast<double>(info.weight_bytes);
-  std::printf("stage1 step: %.1f steps/s (%.0f%% of roofline, %.1f steps/s at %.1f GB/s)\n", sps,
-              100.0 * sps / local_roofline, local_roofline, probes.best());
+  print_roofline_share(probes, "stage1 step", sps, "steps/s", info.weight_bytes);
   std::printf("peak RSS: %.2f GiB\n", peak_rss_gib());
   std::printf("state: %.1f MiB after %lld positions\n", state.bytes() / (1024.0 * 1024.0),
               static_cast<long long>(state.position()));
@@ -239,12 +247,8 @@ int bench_model(const BenchModelArgs& args) {
       tps = decode_speed(*model, state, steps, logits);
       if (rss) *rss = current_rss_gib();
     });
-    print_probes(probes, "the next figure");
-    const double local_roofline = probes.best() * 1e9 / static_cast<double>(info.weight_bytes);
-    std::printf("decode after %lld: %.1f tok/s (%.0f%% of roofline, %.1f tok/s at %.1f GB/s)\n",
-                static_cast<long long>(after), tps, 100.0 * tps / local_roofline, local_roofline,
-                probes.best());
-    std::fflush(stdout);
+    print_roofline_share(probes, "decode after " + std::to_string(after), tps, "tok/s",
+                         info.weight_bytes);
   };
   double rss512 = 0;
   decode_figure(prompt, &rss512);

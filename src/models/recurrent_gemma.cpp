@@ -213,21 +213,12 @@ class RecurrentGemma final : public LanguageModel {
         L.neg_c_sp.resize(static_cast<size_t>(R));
         ops::softplus(lam.data(), L.neg_c_sp.data(), R);
         for (float& x : L.neg_c_sp) x *= -8.0f;
-        const std::vector<float> wx = transpose_gate(f, gp + "input_gate_weight", H, bw);
-        const std::vector<float> wa = transpose_gate(f, gp + "recurrent_gate_weight", H, bw);
-        const std::vector<float> bx =
-            models::to_f32(models::need_tensor(f, gp + "input_gate_bias", {H, bw}));
-        const std::vector<float> ba =
-            models::to_f32(models::need_tensor(f, gp + "recurrent_gate_bias", {H, bw}));
-        const size_t blk = static_cast<size_t>(bw * bw), nb = static_cast<size_t>(bw);
-        L.gates_t.reserve(2 * static_cast<size_t>(H) * blk);
-        L.gates_b.reserve(2 * static_cast<size_t>(H) * nb);
-        for (size_t h = 0; h < static_cast<size_t>(H); ++h) {
-          L.gates_t.insert(L.gates_t.end(), wx.begin() + h * blk, wx.begin() + (h + 1) * blk);
-          L.gates_t.insert(L.gates_t.end(), wa.begin() + h * blk, wa.begin() + (h + 1) * blk);
-          L.gates_b.insert(L.gates_b.end(), bx.begin() + h * nb, bx.begin() + (h + 1) * nb);
-          L.gates_b.insert(L.gates_b.end(), ba.begin() + h * nb, ba.begin() + (h + 1) * nb);
-        }
+        L.gates_t.resize(static_cast<size_t>(2 * H * bw * bw));
+        L.gates_b.resize(static_cast<size_t>(2 * H * bw));
+        const char* gate[2] = {"input_gate", "recurrent_gate"};
+        for (int64_t g = 0; g < 2; ++g)
+          place_gate(f, gp + gate[g], H, bw, L.gates_t.data() + g * bw * bw,
+                     L.gates_b.data() + g * bw);
       }
       layers_.push_back(std::move(L));
     }
@@ -247,15 +238,21 @@ class RecurrentGemma final : public LanguageModel {
     }
   }
 
-  // [H, in, out] as stored by HF -> f32 [H, out, in] so each output is a contiguous dot.
-  static std::vector<float> transpose_gate(const ModelFiles& f, const std::string& name, int64_t H,
-                                           int64_t bw) {
-    std::vector<float> w = models::to_f32(models::need_tensor(f, name, {H, bw, bw}));
-    std::vector<float> t(w.size());
-    for (int64_t h = 0; h < H; ++h)
+  // One gate's weight (HF: [H, in, out]) and bias ([H, bw]) into the fused per-head layout of
+  // Layer::gates_t / gates_b, whose heads are 2 bw rows apart: head h's block goes to
+  // w + h * 2 bw * bw as f32 [out, in], so each output is a contiguous dot.
+  static void place_gate(const ModelFiles& f, const std::string& prefix, int64_t H, int64_t bw,
+                         float* w, float* b) {
+    const std::vector<float> src =
+        models::to_f32(models::need_tensor(f, prefix + "_weight", {H, bw, bw}));
+    const std::vector<float> bias =
+        models::to_f32(models::need_tensor(f, prefix + "_bias", {H, bw}));
+    for (int64_t h = 0; h < H; ++h) {
+      float* blk = w + h * 2 * bw * bw;
       for (int64_t i = 0; i < bw; ++i)
-        for (int64_t o = 0; o < bw; ++o) t[(h * bw + o) * bw + i] = w[(h * bw + i) * bw + o];
-    return t;
+        for (int64_t o = 0; o < bw; ++o) blk[o * bw + i] = src[(h * bw + i) * bw + o];
+      std::copy_n(bias.data() + h * bw, bw, b + h * 2 * bw);
+    }
   }
 
   void build_info() {
