@@ -201,8 +201,10 @@ int run_kernels(const KernelArgs& a) {
   char label[128];
   for (DType t : types) {
     const std::string tn(dtype_name(t));
+    MatLayout layout = MatLayout::Rows;
     for (Shape s : kShapes) {
       const auto w = make_weights(t, s, pool);
+      layout = w.front().view.layout;
       double gbs = 0;
       const Probes p = between_probes(pool, [&] { gbs = bench_matvec(t, s, w, pool, a.quick); });
       std::snprintf(label, sizeof label, "matvec %s %lldx%lld", tn.c_str(),
@@ -220,6 +222,11 @@ int run_kernels(const KernelArgs& a) {
           std::fflush(stdout);
         }
       }
+    }
+    if (layout != MatLayout::Rows) {
+      const StreamChoice c = stream_choice(layout, 1);
+      std::printf("stream %s: %s (%s)\n", tn.c_str(), std::string(stream_way_name(c.way)).c_str(),
+                  c.measured ? "the fastest measured" : "set, not measured");
     }
     if (a.token) {
       const TokenMats tm = make_token_mats(t, pool);

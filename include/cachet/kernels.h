@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "cachet/cpu.h"
 #include "cachet/dtype.h"
@@ -39,6 +41,27 @@ struct MatView {
   static MatView of(const Tensor& t);  // a contiguous tensor viewed as [rows(), cols()]
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_stride; }
 };
+
+// How the AVX-512 kernels of the X16 layouts read a matrix's groups of 16 rows from memory:
+// one group at a time or two side by side, with software prefetching or with the hardware
+// prefetcher alone. Which streams fastest depends on the kernel and on the machine and its
+// load, so by default each (layout, number of activation rows) measures its ways on its first
+// large products, keeps the fastest and measures again now and then. The outputs are the same
+// whatever the way.
+enum class StreamWay : uint8_t { One, OnePrefetch, Two, TwoPrefetch };
+constexpr int kStreamWays = 4;
+std::string_view stream_way_name(StreamWay way);  // "1 group", "1 group + prefetch", ...
+// Every later product uses `way` (where its kernel can: see x16 kernels), or, with nullopt,
+// measures as described above. The environment can set it too: CACHET_STREAM=1, 1p, 2, 2p or
+// auto (the default).
+void set_stream_way(std::optional<StreamWay> way);
+// The way products of this layout with nx activation rows take now, and whether it was chosen
+// by measurement (false: the kernel's default, or a way set by set_stream_way / CACHET_STREAM).
+struct StreamChoice {
+  StreamWay way;
+  bool measured;
+};
+StreamChoice stream_choice(MatLayout layout, int nx);
 
 // y[r] = sum_c W[r, c] * x[c]
 void matvec(const MatView& w, const float* x, float* y, ThreadPool& pool);

@@ -6,6 +6,7 @@
 // products with per-block f32 scales, like ggml. Rows are split over the pool in fixed chunks;
 // each y[r] is computed by one thread with the same operations whatever the thread count.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "cachet/tensor.h"
 #include "cachet/threadpool.h"
 #include "kernels/matmul_internal.h"
+#include "kernels/stream_tuner.h"
 #include "kernels/vecdot.h"
 
 namespace cachet {
@@ -197,14 +199,22 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
   prepare_x(k.xkind, x, n_rows, w.cols, xs);
   const kern::XPrep* preps = xs.preps.data();
   const int64_t packed = w.rows / 16 * 16;  // split_rows cuts at multiples of kRowGrain (16)
+  const int nx = static_cast<int>(n_rows);
+  const size_t bytes = static_cast<size_t>(w.rows) * w.row_stride;
+  const kern::StreamPick pick = kern::pick_stream_way(w.layout, nx, bytes);
+  const auto start = std::chrono::steady_clock::now();
   split_rows(w, pool, [&](int64_t b, int64_t e) {
     const int64_t pe = std::min(e, packed);
-    if (b < pe) kern::x16_rows_avx512(w, preps, static_cast<int>(n_rows), y, w.rows, b, pe);
+    if (b < pe) kern::x16_rows_avx512(w, preps, nx, y, w.rows, b, pe, pick.way);
     const int64_t t0 = std::max(b, pe);
     if (t0 >= e) return;
     if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);
     k.multi[n_rows - 2](w, preps, y, w.rows, t0, e);
   });
+  if (pick.measure)
+    kern::report_stream_time(
+        w.layout, nx, pick.way, bytes,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 // Y[j, r] for j < n_rows: the matvec of every activation row. Each thread takes chunks of

@@ -1,6 +1,8 @@
 // AVX-512 matvec kernels: 512-bit kernels for the most used weight types (F32, F16, BF16, Q8_0,
 // Q4_K, Q6_K); the other types use the 256-bit kernels built with VNNI dot products.
 #define CACHET_VECDOT_VNNI 1
+#include <type_traits>
+
 #include "kernels/repack.h"
 #include "kernels/vecdot_256.h"
 
@@ -337,7 +339,9 @@ struct KQ4K_X16 {
   static constexpr int64_t kPrefetchChunks = 2;
   static constexpr int kAcc = 1;
   template <int NX>
-  static constexpr int kGroups = 1;
+  static constexpr int kMaxGroups = 2;
+  template <int NX>
+  static constexpr StreamWay kDefaultWay = StreamWay::OnePrefetch;
   template <int NX>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
@@ -408,10 +412,12 @@ struct KQ4K_X16 {
 struct KQ8_0_X16 {
   static constexpr int64_t kChunkCols = 32, kChunkBytes = kQ8X16Chunk;
   template <int G>
-  static constexpr int64_t kPrefetchChunks = 0;
+  static constexpr int64_t kPrefetchChunks = 2;
   static constexpr int kAcc = 1;
   template <int NX>
-  static constexpr int kGroups = 2;
+  static constexpr int kMaxGroups = 2;
+  template <int NX>
+  static constexpr StreamWay kDefaultWay = StreamWay::Two;
   template <int NX>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t b, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
@@ -447,7 +453,9 @@ struct KQ6K_X16 {
   static constexpr int64_t kPrefetchChunks = 2;
   static constexpr int kAcc = 1;
   template <int NX>
-  static constexpr int kGroups = 2;
+  static constexpr int kMaxGroups = 2;
+  template <int NX>
+  static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
   template <int NX>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
@@ -500,7 +508,10 @@ struct KBF16_X16 {
   // streamed at 50-52 GB/s against 58 with eight (alternating runs, one group at a time).
   static constexpr int kAcc = 8;
   template <int NX>
-  static constexpr int kGroups = NX == 1 ? 2 : 1;
+  static constexpr int kMaxGroups = NX == 1 ? 2 : 1;
+  template <int NX>
+  static constexpr StreamWay kDefaultWay =
+      NX == 1 ? StreamWay::TwoPrefetch : StreamWay::OnePrefetch;
   template <int NX>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t b, const XPrep* xs,
                                                   __m512 (&acc)[kAcc][NX]) {
@@ -515,20 +526,19 @@ struct KBF16_X16 {
 };
 
 // An interleaved kernel K gives kChunkCols and kChunkBytes (one chunk of a group of 16 rows),
-// kAcc accumulators per activation row, kGroups<NX> (groups to read side by side),
-// kPrefetchChunks<G> (how far ahead to prefetch, in chunks; 0: none) and chunk<NX>(), which
-// adds one chunk's products to the accumulators.
+// kAcc accumulators per activation row, kMaxGroups<NX> (groups it can read side by side: its
+// accumulators must fit in registers), kDefaultWay<NX> (the StreamWay used until one has been
+// measured), kPrefetchChunks<G> (how far ahead to prefetch, in chunks, when a way prefetches)
+// and chunk<NX>(), which adds one chunk's products to the accumulators.
 //
-// G groups of 16 rows at once with kernel K (K::kGroups<NX>): chunk by chunk, each group with
-// its own accumulators and the same instruction sequence as alone, so a group's outputs do not
-// depend on G, nor on how the threads' ranges fall. Each group is a stream from memory; one
-// stream per thread leaves bandwidth unused on a 2-thread core (docs/architecture.md, "Streams
-// from memory"). Over one token's worth of RecurrentGemma-2B's matrices, as `cachet bench
-// kernels --token` measures it (2 threads, alternating builds), two groups took BF16 from 50-56
-// to 57-67 GB/s, Q8_0 from 50 to 60 and Q6_K from 53 to 57; Q4_K, which computes the most per
-// byte, fell from 62-67 to 53-58, so it reads one group, with prefetching. BF16's eight
-// accumulators per activation row leave registers for two groups at NX = 1 only.
-template <typename K, int G, int NX>
+// G groups of 16 rows at once with kernel K: chunk by chunk, each group with its own
+// accumulators and the same instruction sequence as alone, so a group's outputs do not depend
+// on G, nor on prefetching, nor on how the threads' ranges fall. Each group is a stream from
+// memory. Whether two streams per thread or one, and software prefetching or the hardware's
+// alone, stream faster depends on the kernel and on the machine (docs/architecture.md,
+// "Streams from memory"): one host measured Q4_K fastest with one group and prefetching,
+// another 20% faster with neither, so the matvec dispatcher measures the ways (StreamTuner).
+template <typename K, int G, bool PF, int NX>
 void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float* const* outs,
                 int64_t ldo) {
   __m512 acc[G][K::kAcc][NX];
@@ -538,8 +548,8 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
   for (int64_t i = 0; i < nb; ++i)
     for (int g = 0; g < G; ++g) {
       const uint8_t* c = groups[g] + i * K::kChunkBytes;
-      if constexpr (constexpr int64_t ahead = K::template kPrefetchChunks<G>; ahead > 0)
-        prefetch_chunk(c + ahead * K::kChunkBytes, K::kChunkBytes);
+      if constexpr (PF)
+        prefetch_chunk(c + K::template kPrefetchChunks<G> * K::kChunkBytes, K::kChunkBytes);
       K::template chunk<NX>(c, i, xs, acc[g]);
     }
   for (int g = 0; g < G; ++g)
@@ -550,15 +560,14 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
     }
 }
 
-// Rows [r0, r1) (whole groups) as K::kGroups<NX> parts read side by side, then the groups left.
-template <typename K, int NX>
+// Rows [r0, r1) (whole groups) as G parts read side by side, then the groups left.
+template <typename K, int NX, int G, bool PF>
 void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
                    int64_t r1) {
   const int64_t nb = w.cols / K::kChunkCols;
   const size_t group_bytes = w.row_stride * kX16Rows;
   const auto* base = static_cast<const uint8_t*>(w.data);
   auto group = [&](int64_t r) { return base + (r / kX16Rows) * group_bytes; };
-  constexpr int G = K::template kGroups<NX>;
   const int64_t part = (r1 - r0) / kX16Rows / G * kX16Rows;
   for (int64_t i = 0; i < part; i += kX16Rows) {
     const uint8_t* gs[G];
@@ -567,28 +576,92 @@ void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int
       gs[g] = group(r0 + g * part + i);
       outs[g] = y + r0 + g * part + i;
     }
-    run_groups<K, G, NX>(gs, xs, nb, outs, ldy);
+    run_groups<K, G, PF, NX>(gs, xs, nb, outs, ldy);
   }
   for (int64_t r = r0 + G * part; r < r1; r += kX16Rows) {
     const uint8_t* g = group(r);
     float* out = y + r;
-    run_groups<K, 1, NX>(&g, xs, nb, &out, ldy);
+    run_groups<K, 1, PF, NX>(&g, xs, nb, &out, ldy);
+  }
+}
+
+// The way kernel K takes for NX activation rows when asked for `way`: two groups only where
+// its accumulators fit.
+template <typename K, int NX>
+constexpr StreamWay effective_way(StreamWay way) {
+  if (K::template kMaxGroups<NX> >= 2) return way;
+  return way == StreamWay::Two ? StreamWay::One
+                               : (way == StreamWay::TwoPrefetch ? StreamWay::OnePrefetch : way);
+}
+
+template <typename K, int NX>
+void x16_rows_nx(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0, int64_t r1,
+                 StreamWay way) {
+  switch (effective_way<K, NX>(way)) {
+    case StreamWay::One:
+      return x16_groups_of<K, NX, 1, false>(w, xs, y, ldy, r0, r1);
+    case StreamWay::OnePrefetch:
+      return x16_groups_of<K, NX, 1, true>(w, xs, y, ldy, r0, r1);
+    case StreamWay::Two:
+      if constexpr (K::template kMaxGroups<NX> >= 2)
+        return x16_groups_of<K, NX, 2, false>(w, xs, y, ldy, r0, r1);
+      break;
+    case StreamWay::TwoPrefetch:
+      if constexpr (K::template kMaxGroups<NX> >= 2)
+        return x16_groups_of<K, NX, 2, true>(w, xs, y, ldy, r0, r1);
+      break;
   }
 }
 
 // The group kernel K for nx (1..4) activation rows.
 template <typename K>
 void x16_rows(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
-              int64_t r1) {
+              int64_t r1, StreamWay way) {
   switch (nx) {
     case 1:
-      return x16_groups_of<K, 1>(w, xs, y, ldy, r0, r1);
+      return x16_rows_nx<K, 1>(w, xs, y, ldy, r0, r1, way);
     case 2:
-      return x16_groups_of<K, 2>(w, xs, y, ldy, r0, r1);
+      return x16_rows_nx<K, 2>(w, xs, y, ldy, r0, r1, way);
     case 3:
-      return x16_groups_of<K, 3>(w, xs, y, ldy, r0, r1);
+      return x16_rows_nx<K, 3>(w, xs, y, ldy, r0, r1, way);
     default:
-      return x16_groups_of<K, 4>(w, xs, y, ldy, r0, r1);
+      return x16_rows_nx<K, 4>(w, xs, y, ldy, r0, r1, way);
+  }
+}
+
+// fn.template operator()<K>() for the kernel of an X16 layout (nothing for Rows).
+template <typename Fn>
+auto with_x16_kernel(MatLayout layout, Fn&& fn) {
+  switch (layout) {
+    case MatLayout::Q4K_X16:
+      return fn.template operator()<KQ4K_X16>();
+    case MatLayout::Q6K_X16:
+      return fn.template operator()<KQ6K_X16>();
+    case MatLayout::Q8_0_X16:
+      return fn.template operator()<KQ8_0_X16>();
+    case MatLayout::BF16_X16:
+      return fn.template operator()<KBF16_X16>();
+    case MatLayout::Rows:
+      break;
+  }
+  return fn.template operator()<void>();
+}
+
+template <typename K>
+StreamWay way_for(int nx, StreamWay way, bool want_default) {
+  if constexpr (std::is_void_v<K>) {
+    return way;
+  } else {
+    switch (nx) {
+      case 1:
+        return want_default ? K::template kDefaultWay<1> : effective_way<K, 1>(way);
+      case 2:
+        return want_default ? K::template kDefaultWay<2> : effective_way<K, 2>(way);
+      case 3:
+        return want_default ? K::template kDefaultWay<3> : effective_way<K, 3>(way);
+      default:
+        return want_default ? K::template kDefaultWay<4> : effective_way<K, 4>(way);
+    }
   }
 }
 
@@ -627,19 +700,19 @@ void round_x_bf16_avx512(const float* x, int64_t n, uint16_t* out) {
 }
 
 void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
-                     int64_t r1) {
-  switch (w.layout) {
-    case MatLayout::Q4K_X16:
-      return x16_rows<KQ4K_X16>(w, xs, nx, y, ldy, r0, r1);
-    case MatLayout::Q6K_X16:
-      return x16_rows<KQ6K_X16>(w, xs, nx, y, ldy, r0, r1);
-    case MatLayout::Q8_0_X16:
-      return x16_rows<KQ8_0_X16>(w, xs, nx, y, ldy, r0, r1);
-    case MatLayout::BF16_X16:
-      return x16_rows<KBF16_X16>(w, xs, nx, y, ldy, r0, r1);
-    case MatLayout::Rows:
-      break;
-  }
+                     int64_t r1, StreamWay way) {
+  with_x16_kernel(w.layout, [&]<typename K>() {
+    if constexpr (!std::is_void_v<K>) x16_rows<K>(w, xs, nx, y, ldy, r0, r1, way);
+  });
+}
+
+StreamWay x16_effective_way(MatLayout layout, int nx, StreamWay way) {
+  return with_x16_kernel(layout, [&]<typename K>() { return way_for<K>(nx, way, false); });
+}
+
+StreamWay x16_default_way(MatLayout layout, int nx) {
+  return with_x16_kernel(layout,
+                         [&]<typename K>() { return way_for<K>(nx, StreamWay::One, true); });
 }
 
 Kernel avx512_kernel(DType t) {

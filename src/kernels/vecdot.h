@@ -19,13 +19,13 @@ enum class XKind {
 
 // The prepared activation. Q8 values use a symmetric scale d = max|x| / 127 per block.
 struct XPrep {
-  const float* f32 = nullptr;       // n values
-  const int8_t* qs = nullptr;       // n values (Q8_32, Q8_K)
-  const float* d = nullptr;         // one per block
-  const int32_t* isum = nullptr;    // Q8_32: sum of the block's qs
-  const float* fsum = nullptr;      // Q8_32: d * isum
-  const int16_t* bsums = nullptr;   // Q8_K: n / 16 sums of 16 consecutive qs
-  const uint16_t* bf16 = nullptr;   // BF16: bf16(x), rounded to nearest even
+  const float* f32 = nullptr;      // n values
+  const int8_t* qs = nullptr;      // n values (Q8_32, Q8_K)
+  const float* d = nullptr;        // one per block
+  const int32_t* isum = nullptr;   // Q8_32: sum of the block's qs
+  const float* fsum = nullptr;     // Q8_32: d * isum
+  const int16_t* bsums = nullptr;  // Q8_K: n / 16 sums of 16 consecutive qs
+  const uint16_t* bf16 = nullptr;  // BF16: bf16(x), rounded to nearest even
 };
 
 // Computes y[r] for r in [r0, r1).
@@ -45,9 +45,15 @@ struct Kernel {
 
 // Rows [r0, r1) (whole groups of 16) of a matrix in one of the X16 layouts (MatLayout) for nx
 // (1..4) activation rows prepared as the row kernel of its type wants them (avx512_kernel):
-// y[j * ldy + r]. AVX-512 code: call only when active_isa() is Avx512.
+// y[j * ldy + r], streamed the given way (the outputs are the same for every way). AVX-512
+// code: call only when active_isa() is Avx512.
 void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
-                     int64_t r1);
+                     int64_t r1, StreamWay way);
+// The way x16_rows_avx512 takes for a layout and nx when asked for `way` (two groups become
+// one where the kernel's accumulators would not fit in registers), and the way a kernel uses
+// before any has been measured. Compiled as AVX-512 code: the same condition.
+StreamWay x16_effective_way(MatLayout layout, int nx, StreamWay way);
+StreamWay x16_default_way(MatLayout layout, int nx);
 
 // x rounded to bf16, nearest even (XKind::BF16). AVX-512 code.
 void round_x_bf16_avx512(const float* x, int64_t n, uint16_t* out);

@@ -1,4 +1,5 @@
 """Shared pieces of the reference tests: a tally of named checks and a subprocess runner."""
+import os
 import subprocess
 
 
@@ -22,7 +23,12 @@ class Results:
         print(f"SKIP {name}: {why}", flush=True)
 
 
-def run(cmd, timeout=120):
-    """(returncode, stdout, stderr) of cmd, output decoded as UTF-8."""
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+def run(cmd, timeout=120, env=None):
+    """(returncode, stdout, stderr) of cmd, output decoded as UTF-8; env: extra variables."""
+    full_env = None
+    if env:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                       env=full_env)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")

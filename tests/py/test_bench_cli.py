@@ -66,6 +66,11 @@ def bench_kernels(cachet, res):
                       f"{share}% vs {gbs}/{ref}")
     ok = any(re.fullmatch(rf"matmul Q8_0 4096x14336 N=512: {NUM} GFLOP/s", l) for l in lines)
     res.check("matmul line", ok, "" if ok else out)
+    if lines and lines[0].endswith("isa: avx512"):  # the interleaved layouts: a stream way
+        ways = r"(1 group|1 group \+ prefetch|2 groups|2 groups \+ prefetch)"
+        ok = any(re.fullmatch(rf"stream Q8_0: {ways} \((the fastest measured|set, not measured)\)",
+                              l) for l in lines)
+        res.check("stream way line", ok, "" if ok else out)
 
 
 def bad_input(cachet, res):
@@ -73,6 +78,11 @@ def bad_input(cachet, res):
     res.check("unknown preset is an error", rc != 0 and "no-such-preset" in err, err.strip())
     rc, _, err = run([cachet, "bench", "kernels", "--types", "Q9_9"])
     res.check("unknown type is an error", rc != 0 and "Q9_9" in err, err.strip())
+    rc, out, err = run([cachet, "bench", "kernels", "--quick", "--types", "Q8_0"], timeout=300,
+                       env={"CACHET_STREAM": "3q"})
+    if out.startswith("threads:") and "isa: avx512" in out.splitlines()[0]:
+        res.check("bad CACHET_STREAM is an error",
+                  rc != 0 and "CACHET_STREAM='3q'" in err and "expected" in err, err.strip())
 
 
 def main():

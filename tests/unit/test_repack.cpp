@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -196,4 +197,60 @@ TEST(Repack, PackedMatmulEqualsRowMatmul) {
       EXPECT_EQ(yr, yp) << isa_name(isa);
     }
   }
+}
+
+// Every StreamWay (one or two groups side by side, with or without prefetching) computes the
+// same outputs bit for bit, for one to four activation rows; and a way that a kernel cannot
+// take (two groups where its accumulators would not fit) falls back to one it can.
+TEST(Repack, EveryStreamWayGivesTheSameOutputs) {
+  if (!avx512()) GTEST_SKIP() << "no AVX-512";
+  ThreadPool pool(2);
+  for (DType t : kPacked) {
+    SCOPED_TRACE(dtype_name(t));
+    const int64_t rows = 16 * 37 + 5, cols = 512;
+    Mat m = make_mat(t, rows, cols, 61);
+    PackedMat p = pack_matrix(m.view, &pool);
+    ASSERT_NE(p.view.layout, MatLayout::Rows);
+    for (int64_t n = 1; n <= 4; ++n) {
+      const auto x = random_x(n * cols, 62 + static_cast<uint32_t>(n));
+      std::vector<float> ref;
+      for (int w = 0; w < kStreamWays; ++w) {
+        const auto way = static_cast<StreamWay>(w);
+        set_stream_way(way);
+        EXPECT_FALSE(stream_choice(p.view.layout, static_cast<int>(n)).measured);
+        std::vector<float> y(static_cast<size_t>(n * rows));
+        matmul(p.view, x.data(), n, y.data(), pool);
+        if (ref.empty())
+          ref = y;
+        else
+          EXPECT_EQ(y, ref) << stream_way_name(way) << ", " << n << " activation rows";
+      }
+    }
+  }
+  set_stream_way(std::nullopt);
+}
+
+// With no way set, a layout's large products measure the ways and keep one: the choice is
+// reported as measured, and outputs are the same as with any way set.
+TEST(Repack, StreamWayIsChosenByMeasurement) {
+  if (!avx512()) GTEST_SKIP() << "no AVX-512";
+  if (std::getenv("CACHET_STREAM")) GTEST_SKIP() << "CACHET_STREAM set in the environment";
+  ThreadPool pool(2);
+  const int64_t rows = 512, cols = 4096;  // 1.125 MiB of Q4_K: every call is timed
+  Mat m = make_mat(DType::Q4_K, rows, cols, 71);
+  PackedMat p = pack_matrix(m.view, &pool);
+  ASSERT_EQ(p.view.layout, MatLayout::Q4K_X16);
+  const auto x = random_x(cols, 72);
+  set_stream_way(StreamWay::One);
+  std::vector<float> ref(rows), y(rows);
+  matvec(p.view, x.data(), ref.data(), pool);
+  set_stream_way(std::nullopt);
+  EXPECT_FALSE(stream_choice(p.view.layout, 1).measured);
+  // 4 ways x 256 MiB (about 910 calls) are measured before the choice
+  for (int call = 0; call < 2000 && !stream_choice(p.view.layout, 1).measured; ++call) {
+    matvec(p.view, x.data(), y.data(), pool);
+    ASSERT_EQ(y, ref) << "call " << call;
+  }
+  EXPECT_TRUE(stream_choice(p.view.layout, 1).measured);
+  EXPECT_FALSE(stream_choice(p.view.layout, 2).measured);  // each slot measures its own
 }

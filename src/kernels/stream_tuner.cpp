@@ -1,0 +1,183 @@
+// The StreamWay of each X16 layout, measured on the products themselves.
+//
+// A (layout, activation rows) slot starts with its kernel's default way. Its products of at
+// least kMinBytes then take the ways that differ for that kernel in random order, each timed
+// by the caller, until every way has streamed kMinCalls products and kMinWayBytes; the way
+// with the most bytes per second is kept. After kRetuneBytes more, the slot measures again, so
+// a choice made while the machine was loaded differently does not stay for good. Random order
+// keeps a model's repeating sequence of matrix shapes from landing on one way. Nothing here
+// changes a result: every way computes the same outputs.
+#include "kernels/stream_tuner.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "cachet/cpu.h"
+#include "cachet/error.h"
+#include "kernels/vecdot.h"
+
+namespace cachet {
+namespace {
+
+constexpr size_t kMinBytes = size_t{1} << 20;       // smaller products are not timed
+constexpr int kMinCalls = 16;                       // per way
+constexpr size_t kMinWayBytes = size_t{256} << 20;  // per way
+constexpr size_t kRetuneBytes = size_t{64} << 30;   // streamed before measuring again
+constexpr int kLayouts = 4, kMaxNx = 4;
+
+struct WayStats {
+  double bytes = 0, seconds = 0;
+  int calls = 0;
+};
+
+struct Slot {
+  bool init = false;
+  bool ways[kStreamWays] = {};  // the ways that differ for this kernel
+  StreamWay way = StreamWay::One;
+  bool measured = false;
+  bool measuring = false;
+  size_t since = 0;  // bytes streamed since the last choice
+  WayStats stats[kStreamWays];
+};
+
+std::optional<StreamWay> parse_env() {
+  const char* v = std::getenv("CACHET_STREAM");
+  if (!v || !*v) return std::nullopt;
+  const std::string s(v);
+  if (s == "auto") return std::nullopt;
+  if (s == "1") return StreamWay::One;
+  if (s == "1p") return StreamWay::OnePrefetch;
+  if (s == "2") return StreamWay::Two;
+  if (s == "2p") return StreamWay::TwoPrefetch;
+  fail("CACHET_STREAM='", s, "': expected 1, 1p, 2, 2p or auto");
+}
+
+class Tuner {
+ public:
+  Tuner() : forced_(parse_env()) {}
+
+  void force(std::optional<StreamWay> way) {
+    std::lock_guard lock(mu_);
+    forced_ = way;
+    for (auto& row : slots_)
+      for (Slot& s : row) s = Slot{};
+  }
+
+  kern::StreamPick pick(MatLayout layout, int nx, size_t bytes) {
+    std::lock_guard lock(mu_);
+    Slot& s = slot(layout, nx);
+    if (forced_) return {kern::x16_effective_way(layout, nx, *forced_), false};
+    if (bytes < kMinBytes) return {s.way, false};
+    if (!s.measuring) {
+      s.since += bytes;
+      if (s.measured && s.since < kRetuneBytes) return {s.way, false};
+      if (!s.measured && s.since < kMinBytes) return {s.way, false};
+      s.measuring = true;
+      for (WayStats& w : s.stats) w = WayStats{};
+    }
+    // The ways still short of their measurement, one of them at random.
+    int open[kStreamWays], n = 0;
+    for (int w = 0; w < kStreamWays; ++w)
+      if (s.ways[w] && (s.stats[w].calls < kMinCalls || s.stats[w].bytes < kMinWayBytes))
+        open[n++] = w;
+    if (n > 0) {
+      rng_ = rng_ * 6364136223846793005ull + 1442695040888963407ull;
+      return {static_cast<StreamWay>(open[(rng_ >> 33) % static_cast<uint64_t>(n)]), true};
+    }
+    int best = -1;
+    double best_rate = 0;
+    for (int w = 0; w < kStreamWays; ++w) {
+      if (!s.ways[w] || s.stats[w].seconds <= 0) continue;
+      const double rate = s.stats[w].bytes / s.stats[w].seconds;
+      if (rate > best_rate) best = w, best_rate = rate;
+    }
+    if (best >= 0) s.way = static_cast<StreamWay>(best);
+    s.measured = true;
+    s.measuring = false;
+    s.since = 0;
+    return {s.way, false};
+  }
+
+  void report(MatLayout layout, int nx, StreamWay way, size_t bytes, double seconds) {
+    std::lock_guard lock(mu_);
+    Slot& s = slot(layout, nx);
+    if (!s.measuring) return;
+    WayStats& w = s.stats[static_cast<int>(way)];
+    w.bytes += static_cast<double>(bytes);
+    w.seconds += seconds;
+    ++w.calls;
+  }
+
+  StreamChoice choice(MatLayout layout, int nx) {
+    if (active_isa() != Isa::Avx512) return {StreamWay::One, false};  // no X16 kernels run
+    std::lock_guard lock(mu_);
+    if (forced_) return {kern::x16_effective_way(layout, nx, *forced_), false};
+    const Slot& s = slot(layout, nx);
+    return {s.way, s.measured};
+  }
+
+ private:
+  Slot& slot(MatLayout layout, int nx) {
+    const int l = static_cast<int>(layout) - 1;
+    CACHET_CHECK(l >= 0 && l < kLayouts, "stream ways: layout ", l + 1, " is not an X16 layout");
+    nx = nx < 1 ? 1 : (nx > kMaxNx ? kMaxNx : nx);
+    Slot& s = slots_[l][nx - 1];
+    if (!s.init) {
+      s.init = true;
+      s.way = kern::x16_default_way(layout, nx);
+      for (int w = 0; w < kStreamWays; ++w)
+        s.ways[static_cast<int>(kern::x16_effective_way(layout, nx, static_cast<StreamWay>(w)))] =
+            true;
+    }
+    return s;
+  }
+
+  std::mutex mu_;
+  std::optional<StreamWay> forced_;
+  Slot slots_[kLayouts][kMaxNx];
+  uint64_t rng_ = 0x853c49e6748fea9bull;
+};
+
+Tuner& tuner() {
+  static Tuner t;
+  return t;
+}
+
+}  // namespace
+
+std::string_view stream_way_name(StreamWay way) {
+  switch (way) {
+    case StreamWay::One:
+      return "1 group";
+    case StreamWay::OnePrefetch:
+      return "1 group + prefetch";
+    case StreamWay::Two:
+      return "2 groups";
+    case StreamWay::TwoPrefetch:
+      return "2 groups + prefetch";
+  }
+  return "?";
+}
+
+void set_stream_way(std::optional<StreamWay> way) {
+  tuner().force(way);
+}
+
+StreamChoice stream_choice(MatLayout layout, int nx) {
+  return tuner().choice(layout, nx);
+}
+
+namespace kern {
+
+StreamPick pick_stream_way(MatLayout layout, int nx, size_t bytes) {
+  return tuner().pick(layout, nx, bytes);
+}
+
+void report_stream_time(MatLayout layout, int nx, StreamWay way, size_t bytes, double seconds) {
+  tuner().report(layout, nx, way, bytes, seconds);
+}
+
+}  // namespace kern
+}  // namespace cachet
