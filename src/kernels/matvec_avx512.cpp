@@ -329,9 +329,10 @@ struct KQ6K_512 {
 // Each 512-bit lane is one row: vpdpbusd multiplies four columns of 16 rows by four activation
 // bytes broadcast from memory, so a chunk of 16 rows x 256 columns takes 64 dot products, and
 // its scales and mins are decoded once for the 16 rows. The high nibbles are dotted at 16 times
-// their value (one instruction to isolate them) and their sum shifted down exactly before the
-// scale multiplies both halves: over 8 sub-blocks at most 8 * 63 * 2 * 16 * 15 * 128, inside
-// int32.
+// their value (one instruction to isolate them) and their sum shifted down exactly. Two
+// sub-blocks' sums share a lane as words, so one vpdpwssd applies both scales (instead of a
+// vpmulld, two micro-ops, per sub-block); the integers are the same as multiplying each sum
+// by its scale: over 8 sub-blocks at most 8 * 63 * 2 * 16 * 15 * 128, inside int32.
 
 struct KQ4K_X16 {
   static constexpr int64_t kChunkCols = 256, kChunkBytes = kX16Chunk;
@@ -345,8 +346,8 @@ struct KQ4K_X16 {
   template <int NX>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi32(0x3F);
-    const __m512i mhi = _mm512_set1_epi32(0x003C003C);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m6w = _mm512_set1_epi16(0x3F);
+    const __m512i mhi = _mm512_set1_epi32(0x003C003C), low_words = _mm512_set1_epi32(0xFFFF);
     __m512(&acc)[NX] = acc0[0];
     __m512i iacc[NX], imin[NX];
     alignas(16) int32_t bpair[NX][4];  // (sum of x over sub-block 2k, over 2k + 1) as words
@@ -360,14 +361,15 @@ struct KQ4K_X16 {
       // A bytes as words: lane r = (byte of sub-block 2k, byte of 2k + 1) of row r
       const __m512i a = _mm512_cvtepu8_epi16(loadu256(c + 64 + 32 * k));
       const __m512i b = _mm512_cvtepu8_epi32(loadu128(c + 192 + 16 * k));
-      const __m512i sc[2] = {_mm512_and_si512(a, m6),
-                             _mm512_and_si512(_mm512_srli_epi32(a, 16), m6)};
+      const __m512i sc = _mm512_and_si512(a, m6w);  // words (scale[2k], scale[2k + 1])
       // mins as words (m[2k], m[2k + 1]): high 4 bits from B, low 2 bits from A
       const __m512i mins = _mm512_ternarylogic_epi32(
           _mm512_or_si512(_mm512_slli_epi32(b, 2), _mm512_slli_epi32(b, 14)), mhi,
           _mm512_srli_epi16(a, 6), 0xEA);  // (A & B) | C
       for (int j = 0; j < NX; ++j)
         imin[j] = _mm512_dpwssd_epi32(imin[j], mins, _mm512_set1_epi32(bpair[j][k]));
+      // The sums of sub-blocks 2k and 2k + 1 (h), low and high nibbles apart
+      __m512i dlo[2][NX], dhi[2][NX];
       for (int h = 0; h < 2; ++h) {
         const int s = 2 * k + h;
         const uint8_t* q = c + 256 + 256 * s;
@@ -381,16 +383,23 @@ struct KQ4K_X16 {
         }
         for (int j = 0; j < NX; ++j) {
           const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
-          __m512i dlo = _mm512_setzero_si512(), dhi = _mm512_setzero_si512();
+          dlo[h][j] = dhi[h][j] = _mm512_setzero_si512();
           for (int t = 0; t < 4; ++t) {
-            dlo = _mm512_dpbusd_epi32(dlo, lo[t], _mm512_set1_epi32(xq[t]));
-            dhi = _mm512_dpbusd_epi32(dhi, hi[t], _mm512_set1_epi32(xq[4 + t]));
+            dlo[h][j] = _mm512_dpbusd_epi32(dlo[h][j], lo[t], _mm512_set1_epi32(xq[t]));
+            dhi[h][j] = _mm512_dpbusd_epi32(dhi[h][j], hi[t], _mm512_set1_epi32(xq[4 + t]));
           }
-          // dhi is 16 times the high nibbles' sum, so the shift is exact; one multiply by the
-          // sub-block scale for both halves
-          const __m512i dsum = _mm512_add_epi32(dlo, _mm512_srai_epi32(dhi, 4));
-          iacc[j] = _mm512_add_epi32(iacc[j], _mm512_mullo_epi32(dsum, sc[h]));
         }
+      }
+      // Each sum is at most 16 * 15 * 128 in magnitude (dhi: once shifted down, exactly, as
+      // it is 16 times the high nibbles' sum), so the sums of 2k and 2k + 1 fit as the two
+      // words of a lane, and vpdpwssd multiplies them by their scales and adds both
+      for (int j = 0; j < NX; ++j) {
+        const __m512i lo_pair = _mm512_ternarylogic_epi32(
+            dlo[0][j], _mm512_slli_epi32(dlo[1][j], 16), low_words, 0xE4);  // C ? A : B
+        const __m512i hi_pair = _mm512_ternarylogic_epi32(
+            _mm512_srai_epi32(dhi[0][j], 4), _mm512_slli_epi32(dhi[1][j], 12), low_words, 0xE4);
+        iacc[j] = _mm512_dpwssd_epi32(iacc[j], lo_pair, sc);
+        iacc[j] = _mm512_dpwssd_epi32(iacc[j], hi_pair, sc);
       }
     }
     const __m512 d = _mm512_cvtph_ps(loadu256(c));
