@@ -21,8 +21,11 @@
 namespace cachet {
 namespace {
 
-constexpr size_t kMinBytes = size_t{1} << 20;       // smaller products are not timed
-constexpr int kMinCalls = 16;                       // per way
+constexpr size_t kMinBytes = size_t{1} << 20;  // smaller products are not timed
+// Per way. Bytes decide for most slots (RecurrentGemma-2B's matrices are 4-40 MB); two calls
+// keep one call from deciding alone where the products are few and large (an output head of
+// 0.5 GB, one call per token, measures in 8 tokens).
+constexpr int kMinCalls = 2;
 constexpr size_t kMinWayBytes = size_t{256} << 20;  // per way
 constexpr size_t kRetuneBytes = size_t{64} << 30;   // streamed before measuring again
 constexpr int kLayouts = 4, kMaxNx = 4;
