@@ -226,7 +226,7 @@ int run_kernels(const KernelArgs& a) {
     if (layout != MatLayout::Rows) {
       const StreamChoice c = stream_choice(layout, 1);
       std::printf("stream %s: %s (%s)\n", tn.c_str(), std::string(stream_way_name(c.way)).c_str(),
-                  c.measured ? "the fastest measured" : "set, not measured");
+                  c.measured ? "the fastest measured" : "not measured");
     }
     if (a.token) {
       const TokenMats tm = make_token_mats(t, pool);

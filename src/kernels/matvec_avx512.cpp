@@ -30,9 +30,9 @@ inline void prefetch_ahead(const void* p, int64_t n) {
   for (int64_t l = 0; l < n; l += 64) _mm_prefetch(a + l, _MM_HINT_T0);
 }
 
-// The interleaved kernels read a group's chunks in order; where they read one group at a time
-// (Q4_K) or two are still short of lines in flight (Q6_K, BF16), each chunk asks for one a few
-// KiB on (see run_groups). Past the matrix is harmless.
+// The interleaved kernels read a group's chunks in order; in the ways that prefetch
+// (StreamWay), each chunk asks for one a few KiB on (see run_groups). Past the matrix is
+// harmless.
 inline void prefetch_chunk(const uint8_t* p, int64_t bytes) {
   for (int64_t l = 0; l < bytes; l += 64)
     _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
@@ -620,6 +620,7 @@ void x16_rows_nx(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64
         return x16_groups_of<K, NX, 2, true>(w, xs, y, ldy, r0, r1);
       break;
   }
+  x16_groups_of<K, NX, 1, false>(w, xs, y, ldy, r0, r1);  // not reached (effective_way)
 }
 
 // The group kernel K for nx (1..4) activation rows.

@@ -1,21 +1,23 @@
 // The StreamWay of each X16 layout, measured on the products themselves.
 //
 // A (layout, activation rows) slot starts with its kernel's default way. Its products of at
-// least kMinBytes then take the ways that differ for that kernel in random order, each timed
-// by the caller, until every way has streamed kMinCalls products and kMinWayBytes; the way
-// with the most bytes per second is kept. After kRetuneBytes more, the slot measures again, so
-// a choice made while the machine was loaded differently does not stay for good. Random order
-// keeps a model's repeating sequence of matrix shapes from landing on one way. Nothing here
+// least kMinBytes then take the ways that differ for that kernel in rounds: each round gives
+// every way one product, in a new random order, timed by the caller. Once every way has
+// kMinCalls products and kMinWayBytes, the way with the highest mean rate per product is kept.
+// Equal numbers of products per way, in random order, keep a model's repeating sequence of
+// matrix shapes from favouring one way, and the mean per product keeps one large product (an
+// output head) from outweighing the rest. After kRetuneBytes more, the slot measures again, so
+// a choice made while the machine was loaded differently does not stay for good. Nothing here
 // changes a result: every way computes the same outputs.
-#include "kernels/stream_tuner.h"
-
 #include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "cachet/cpu.h"
 #include "cachet/error.h"
+#include "kernels/stream_tuner.h"
 #include "kernels/vecdot.h"
 
 namespace cachet {
@@ -31,7 +33,8 @@ constexpr size_t kRetuneBytes = size_t{64} << 30;   // streamed before measuring
 constexpr int kLayouts = 4, kMaxNx = 4;
 
 struct WayStats {
-  double bytes = 0, seconds = 0;
+  double bytes = 0;
+  double rate_sum = 0;  // sum over calls of bytes per second
   int calls = 0;
 };
 
@@ -43,6 +46,8 @@ struct Slot {
   bool measuring = false;
   size_t since = 0;  // bytes streamed since the last choice
   WayStats stats[kStreamWays];
+  int order[kStreamWays] = {};  // this round's ways, in random order
+  int n_order = 0, pos = 0;
 };
 
 std::optional<StreamWay> parse_env() {
@@ -76,40 +81,32 @@ class Tuner {
     if (!s.measuring) {
       s.since += bytes;
       if (s.measured && s.since < kRetuneBytes) return {s.way, false};
-      if (!s.measured && s.since < kMinBytes) return {s.way, false};
       s.measuring = true;
+      s.pos = s.n_order = 0;
       for (WayStats& w : s.stats) w = WayStats{};
     }
-    // The ways still short of their measurement, one of them at random.
-    int open[kStreamWays], n = 0;
-    for (int w = 0; w < kStreamWays; ++w)
-      if (s.ways[w] && (s.stats[w].calls < kMinCalls || s.stats[w].bytes < kMinWayBytes))
-        open[n++] = w;
-    if (n > 0) {
-      rng_ = rng_ * 6364136223846793005ull + 1442695040888963407ull;
-      return {static_cast<StreamWay>(open[(rng_ >> 33) % static_cast<uint64_t>(n)]), true};
+    if (s.pos == s.n_order) {  // a round is over: decide, or start another
+      if (measured_enough(s)) {
+        decide(s);
+        return {s.way, false};
+      }
+      s.n_order = 0;
+      for (int w = 0; w < kStreamWays; ++w)
+        if (s.ways[w]) s.order[s.n_order++] = w;
+      for (int k = s.n_order - 1; k > 0; --k) std::swap(s.order[k], s.order[next_random(k + 1)]);
+      s.pos = 0;
     }
-    int best = -1;
-    double best_rate = 0;
-    for (int w = 0; w < kStreamWays; ++w) {
-      if (!s.ways[w] || s.stats[w].seconds <= 0) continue;
-      const double rate = s.stats[w].bytes / s.stats[w].seconds;
-      if (rate > best_rate) best = w, best_rate = rate;
-    }
-    if (best >= 0) s.way = static_cast<StreamWay>(best);
-    s.measured = true;
-    s.measuring = false;
-    s.since = 0;
-    return {s.way, false};
+    return {static_cast<StreamWay>(s.order[s.pos++]), true};
   }
 
   void report(MatLayout layout, int nx, StreamWay way, size_t bytes, double seconds) {
     std::lock_guard lock(mu_);
     Slot& s = slot(layout, nx);
     if (!s.measuring) return;
+    if (seconds <= 0) return;
     WayStats& w = s.stats[static_cast<int>(way)];
     w.bytes += static_cast<double>(bytes);
-    w.seconds += seconds;
+    w.rate_sum += static_cast<double>(bytes) / seconds;
     ++w.calls;
   }
 
@@ -135,6 +132,35 @@ class Tuner {
             true;
     }
     return s;
+  }
+
+  static bool measured_enough(const Slot& s) {
+    for (int w = 0; w < kStreamWays; ++w)
+      if (s.ways[w] && (s.stats[w].calls < kMinCalls || s.stats[w].bytes < kMinWayBytes))
+        return false;
+    return true;
+  }
+
+  // Keeps the way with the highest mean rate over its calls (each call weighs the same, so
+  // one large product does not outweigh the rest), or the current way if none has a time.
+  static void decide(Slot& s) {
+    int best = -1;
+    double best_rate = 0;
+    for (int w = 0; w < kStreamWays; ++w) {
+      if (!s.ways[w] || s.stats[w].calls == 0) continue;
+      const double rate = s.stats[w].rate_sum / s.stats[w].calls;
+      if (rate > best_rate) best = w, best_rate = rate;
+    }
+    if (best >= 0) s.way = static_cast<StreamWay>(best);
+    s.measured = best >= 0;
+    s.measuring = false;
+    s.since = 0;
+  }
+
+  // Uniform in [0, n).
+  int next_random(int n) {
+    rng_ = rng_ * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<int>((rng_ >> 33) % static_cast<uint64_t>(n));
   }
 
   std::mutex mu_;
