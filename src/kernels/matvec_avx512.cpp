@@ -623,23 +623,22 @@ void x16_rows_nx(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64
   x16_groups_of<K, NX, 1, false>(w, xs, y, ldy, r0, r1);  // not reached (effective_way)
 }
 
-// The group kernel K for nx (1..4) activation rows.
-template <typename K>
-void x16_rows(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
-              int64_t r1, StreamWay way) {
+// fn.template operator()<NX>() for nx (1..4; more counts as 4) activation rows.
+template <typename Fn>
+auto with_nx(int nx, Fn&& fn) {
   switch (nx) {
     case 1:
-      return x16_rows_nx<K, 1>(w, xs, y, ldy, r0, r1, way);
+      return fn.template operator()<1>();
     case 2:
-      return x16_rows_nx<K, 2>(w, xs, y, ldy, r0, r1, way);
+      return fn.template operator()<2>();
     case 3:
-      return x16_rows_nx<K, 3>(w, xs, y, ldy, r0, r1, way);
+      return fn.template operator()<3>();
     default:
-      return x16_rows_nx<K, 4>(w, xs, y, ldy, r0, r1, way);
+      return fn.template operator()<4>();
   }
 }
 
-// fn.template operator()<K>() for the kernel of an X16 layout (nothing for Rows).
+// fn.template operator()<K>() for the kernel of an X16 layout (K = void for Rows).
 template <typename Fn>
 auto with_x16_kernel(MatLayout layout, Fn&& fn) {
   switch (layout) {
@@ -655,24 +654,6 @@ auto with_x16_kernel(MatLayout layout, Fn&& fn) {
       break;
   }
   return fn.template operator()<void>();
-}
-
-template <typename K>
-StreamWay way_for(int nx, StreamWay way, bool want_default) {
-  if constexpr (std::is_void_v<K>) {
-    return way;
-  } else {
-    switch (nx) {
-      case 1:
-        return want_default ? K::template kDefaultWay<1> : effective_way<K, 1>(way);
-      case 2:
-        return want_default ? K::template kDefaultWay<2> : effective_way<K, 2>(way);
-      case 3:
-        return want_default ? K::template kDefaultWay<3> : effective_way<K, 3>(way);
-      default:
-        return want_default ? K::template kDefaultWay<4> : effective_way<K, 4>(way);
-    }
-  }
 }
 
 // Tiles of NR rows, then single rows, for NX activation rows.
@@ -712,17 +693,27 @@ void round_x_bf16_avx512(const float* x, int64_t n, uint16_t* out) {
 void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
                      int64_t r1, StreamWay way) {
   with_x16_kernel(w.layout, [&]<typename K>() {
-    if constexpr (!std::is_void_v<K>) x16_rows<K>(w, xs, nx, y, ldy, r0, r1, way);
+    if constexpr (!std::is_void_v<K>)
+      with_nx(nx, [&]<int NX>() { x16_rows_nx<K, NX>(w, xs, y, ldy, r0, r1, way); });
   });
 }
 
 StreamWay x16_effective_way(MatLayout layout, int nx, StreamWay way) {
-  return with_x16_kernel(layout, [&]<typename K>() { return way_for<K>(nx, way, false); });
+  return with_x16_kernel(layout, [&]<typename K>() {
+    if constexpr (std::is_void_v<K>)
+      return way;
+    else
+      return with_nx(nx, [&]<int NX>() { return effective_way<K, NX>(way); });
+  });
 }
 
 StreamWay x16_default_way(MatLayout layout, int nx) {
-  return with_x16_kernel(layout,
-                         [&]<typename K>() { return way_for<K>(nx, StreamWay::One, true); });
+  return with_x16_kernel(layout, [&]<typename K>() {
+    if constexpr (std::is_void_v<K>)
+      return StreamWay::One;
+    else
+      return with_nx(nx, [&]<int NX>() { return K::template kDefaultWay<NX>; });
+  });
 }
 
 Kernel avx512_kernel(DType t) {

@@ -9,6 +9,8 @@
 // output head) from outweighing the rest. After kRetuneBytes more, the slot measures again, so
 // a choice made while the machine was loaded differently does not stay for good. Nothing here
 // changes a result: every way computes the same outputs.
+#include "kernels/stream_tuner.h"
+
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -17,7 +19,6 @@
 
 #include "cachet/cpu.h"
 #include "cachet/error.h"
-#include "kernels/stream_tuner.h"
 #include "kernels/vecdot.h"
 
 namespace cachet {
@@ -50,15 +51,22 @@ struct Slot {
   int n_order = 0, pos = 0;
 };
 
+// Each way's CACHET_STREAM code and name, in StreamWay order.
+constexpr struct {
+  const char* code;
+  const char* name;
+} kWayNames[kStreamWays] = {{"1", "1 group"},
+                            {"1p", "1 group + prefetch"},
+                            {"2", "2 groups"},
+                            {"2p", "2 groups + prefetch"}};
+
 std::optional<StreamWay> parse_env() {
   const char* v = std::getenv("CACHET_STREAM");
   if (!v || !*v) return std::nullopt;
   const std::string s(v);
   if (s == "auto") return std::nullopt;
-  if (s == "1") return StreamWay::One;
-  if (s == "1p") return StreamWay::OnePrefetch;
-  if (s == "2") return StreamWay::Two;
-  if (s == "2p") return StreamWay::TwoPrefetch;
+  for (int w = 0; w < kStreamWays; ++w)
+    if (s == kWayNames[w].code) return static_cast<StreamWay>(w);
   fail("CACHET_STREAM='", s, "': expected 1, 1p, 2, 2p or auto");
 }
 
@@ -177,17 +185,8 @@ Tuner& tuner() {
 }  // namespace
 
 std::string_view stream_way_name(StreamWay way) {
-  switch (way) {
-    case StreamWay::One:
-      return "1 group";
-    case StreamWay::OnePrefetch:
-      return "1 group + prefetch";
-    case StreamWay::Two:
-      return "2 groups";
-    case StreamWay::TwoPrefetch:
-      return "2 groups + prefetch";
-  }
-  return "?";
+  const int w = static_cast<int>(way);
+  return w >= 0 && w < kStreamWays ? kWayNames[w].name : "?";
 }
 
 void set_stream_way(std::optional<StreamWay> way) {
