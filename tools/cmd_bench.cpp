@@ -197,6 +197,7 @@ int run_kernels(const KernelArgs& a) {
   const auto types = parse_types(a.types);
   std::printf("threads: %d, isa: %s\n", pool.size(), std::string(isa_name(active_isa())).c_str());
   print_bandwidth(pool);
+  std::printf("matmul path: %s\n", std::string(matmul_path_name(matmul_path())).c_str());
   bool matmul_ok = true;
   char label[128];
   for (DType t : types) {

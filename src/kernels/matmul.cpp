@@ -98,6 +98,18 @@ void matmul(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& p
   matmul_isa(active_isa(), w, x, n, y, pool);
 }
 
+MatmulPath matmul_path() {
+  return best_isa() == Isa::Avx512 ? matmul_internal::avx512_matmul_path() : MatmulPath::F32;
+}
+
+void set_matmul_path(std::optional<MatmulPath> path) {
+  if (best_isa() == Isa::Avx512) matmul_internal::avx512_set_matmul_path(path);
+}
+
+std::string_view matmul_path_name(MatmulPath path) {
+  return path == MatmulPath::Bf16 ? "bf16 dot products" : "f32 FMA";
+}
+
 void matmul_isa(Isa isa, const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   CACHET_CHECK(matmul_type(w.type), "matmul: weight type ", dtype_name(w.type),
                " is not supported");

@@ -1,11 +1,17 @@
 // AVX-512 matrix-matrix product. Output rows are processed in panels of 32 (two zmm of 16
 // rows); each panel's weights are unpacked once per block of the contraction dimension into a
 // transposed buffer and reused for every activation row, 12 activation rows at a time
-// (24 accumulators). F32 and F16 weights are unpacked to f32 and multiplied with f32
-// activations by FMA; BF16 weights (whole 32-column blocks) and block-quantized weights become
-// bf16 pairs and are multiplied with bf16-rounded activations by vdpbf16ps (f32 accumulation),
-// twice the FMA rate, as a bf16 GEMM does. Each output element is always
-// computed by the same instruction sequence, whatever the thread count or tiling.
+// (24 accumulators). The activations are first copied into tiles of 12 rows, column by column,
+// so that a micro-kernel reads them from one contiguous run (12 rows cols apart would fall in
+// the same few L1 sets). Two arithmetic paths:
+//  - f32: weights unpacked to f32 (exact for F32, F16, BF16; dequantized for block types) and
+//    multiplied with the f32 activations by FMA;
+//  - bf16: weights as bf16 pairs, activations rounded to bf16, multiplied by vdpbf16ps (f32
+//    accumulation), as a bf16 GEMM does.
+// vdpbf16ps does twice the work of an FMA per instruction, but some cores issue it at a
+// quarter of the FMA rate, so the faster path is measured once per process (matmul_path) for
+// the weights that can take either (F32 and F16 always take f32). Each output element is
+// always computed by the same instruction sequence, whatever the thread count or tiling.
 // GCC 12's AVX-512 intrinsics initialise "undefined" vectors from themselves, which
 // -Wmaybe-uninitialized reports wherever they are inlined; the values are never read.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -13,10 +19,17 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "cachet/error.h"
 #include "cachet/threadpool.h"
 #include "kernels/matmul_dequant.h"
 #include "kernels/matmul_internal.h"
@@ -49,16 +62,18 @@ inline __mmask16 lanes(int64_t count) {
   return static_cast<__mmask16>((1u << count) - 1);
 }
 
-// Weights multiplied in f32 (else as bf16 pairs with bf16 activations).
-bool f32_panels(const MatView& w) {
-  return w.type == DType::F32 || w.type == DType::F16 || (w.type == DType::BF16 && w.cols % 32);
+// Weights that only the f32 path takes (the bf16 path needs whole 32-column blocks).
+bool f32_only(const MatView& w) {
+  return w.type == DType::F32 || w.type == DType::F16 || w.cols % 32;
 }
 
 // ---- micro-kernels ----------------------------------------------------------------------
 
+// xt: the activation tile from column k0 of the block on, xt[k * kNb + j] (f32) or pair
+// xt[p * kNb + j] (bf16).
 template <int NB>
-void kern_f32(const float* wp, const float* x, int64_t ldx, int64_t kc, float* y, int64_t ldy,
-              __mmask16 m0, __mmask16 m1, bool accumulate) {
+void kern_f32(const float* wp, const float* xt, int64_t kc, float* y, int64_t ldy, __mmask16 m0,
+              __mmask16 m1, bool accumulate) {
   __m512 a0[NB], a1[NB];
 #pragma GCC unroll 16
   for (int j = 0; j < NB; ++j) a0[j] = a1[j] = _mm512_setzero_ps();
@@ -67,7 +82,7 @@ void kern_f32(const float* wp, const float* x, int64_t ldx, int64_t kc, float* y
     const __m512 w1 = _mm512_loadu_ps(wp + k * kPanel + 16);
 #pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) {
-      const __m512 xb = _mm512_set1_ps(x[j * ldx + k]);
+      const __m512 xb = _mm512_set1_ps(xt[k * kNb + j]);
       a0[j] = _mm512_fmadd_ps(w0, xb, a0[j]);
       a1[j] = _mm512_fmadd_ps(w1, xb, a1[j]);
     }
@@ -85,8 +100,8 @@ void kern_f32(const float* wp, const float* x, int64_t ldx, int64_t kc, float* y
 }
 
 template <int NB>
-void kern_bf16(const uint32_t* wp, const uint16_t* x, int64_t ldx, int64_t kc, float* y,
-               int64_t ldy, __mmask16 m0, __mmask16 m1, bool accumulate) {
+void kern_bf16(const uint32_t* wp, const uint32_t* xt, int64_t kc, float* y, int64_t ldy,
+               __mmask16 m0, __mmask16 m1, bool accumulate) {
   __m512 a0[NB], a1[NB];
 #pragma GCC unroll 16
   for (int j = 0; j < NB; ++j) a0[j] = a1[j] = _mm512_setzero_ps();
@@ -96,9 +111,7 @@ void kern_bf16(const uint32_t* wp, const uint16_t* x, int64_t ldx, int64_t kc, f
     const __m512bh w1 = (__m512bh)_mm512_loadu_si512(wp + p * kPanel + 16);
 #pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) {
-      uint32_t v;
-      std::memcpy(&v, x + j * ldx + 2 * p, 4);
-      const __m512bh xb = (__m512bh)_mm512_set1_epi32(static_cast<int>(v));
+      const __m512bh xb = (__m512bh)_mm512_set1_epi32(static_cast<int>(xt[p * kNb + j]));
       a0[j] = _mm512_dpbf16_ps(a0[j], w0, xb);
       a1[j] = _mm512_dpbf16_ps(a1[j], w1, xb);
     }
@@ -115,10 +128,10 @@ void kern_bf16(const uint32_t* wp, const uint16_t* x, int64_t ldx, int64_t kc, f
   }
 }
 
-using KernF32 = void (*)(const float*, const float*, int64_t, int64_t, float*, int64_t, __mmask16,
-                         __mmask16, bool);
-using KernBf16 = void (*)(const uint32_t*, const uint16_t*, int64_t, int64_t, float*, int64_t,
-                          __mmask16, __mmask16, bool);
+using KernF32 = void (*)(const float*, const float*, int64_t, float*, int64_t, __mmask16, __mmask16,
+                         bool);
+using KernBf16 = void (*)(const uint32_t*, const uint32_t*, int64_t, float*, int64_t, __mmask16,
+                          __mmask16, bool);
 
 template <int... I>
 constexpr std::array<KernF32, sizeof...(I)> f32_table(std::integer_sequence<int, I...>) {
@@ -234,6 +247,22 @@ static_assert(kUnpackBytes >= kKcBf16 / 256 * sizeof(block_q4_K) &&
 // wp[k][rr] = W[r0 + rr, k0 + k] as f32, zero for rows past the end.
 void pack_f32(const MatView& w, int64_t r0, int64_t k0, int64_t kc, float* wp, float* tmp) {
   const int64_t nr = std::min<int64_t>(kPanel, w.rows - r0);
+  if (w.layout == MatLayout::BF16_X16 && r0 + kPanel <= w.rows / 16 * 16) {
+    // Two whole groups: pair p of a 32-column chunk holds the 16 rows' (k, k + 1) as words;
+    // a bf16 is the high half of its f32.
+    const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    for (int64_t half = 0; half < 2; ++half) {
+      const uint8_t* group = w.row(r0 + 16 * half);
+      for (int64_t k = 0; k < kc; k += 2) {
+        const __m512i v = _mm512_loadu_si512(group + ((k0 + k) / 32) * 1024 + ((k0 + k) % 32) * 32);
+        _mm512_storeu_ps(wp + k * kPanel + 16 * half,
+                         _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+        _mm512_storeu_ps(wp + (k + 1) * kPanel + 16 * half,
+                         _mm512_castsi512_ps(_mm512_and_si512(v, hi)));
+      }
+    }
+    return;
+  }
   for (int64_t rr = 0; rr < nr; ++rr) {
     const float* src;
     if (w.type == DType::F32) {
@@ -242,10 +271,10 @@ void pack_f32(const MatView& w, int64_t r0, int64_t k0, int64_t kc, float* wp, f
       const int64_t be = dtype_info(w.type).block_elems;
       alignas(64) uint8_t blk[kUnpackBytes];
       unpack_row_blocks(w, r0 + rr, k0 / be, kc / be, blk);
-      to_f32(w.type, blk, 0, kc, tmp);
+      to_f32_fast(w.type, blk, 0, kc, tmp);
       src = tmp;
     } else {
-      to_f32(w.type, w.row(r0 + rr), k0, kc, tmp);
+      to_f32_fast(w.type, w.row(r0 + rr), k0, kc, tmp);
       src = tmp;
     }
     for (int64_t k = 0; k < kc; ++k) wp[k * kPanel + rr] = src[k];
@@ -315,8 +344,8 @@ void pack_bf16(const MatView& w, int64_t r0, int64_t k0, int64_t kc, uint32_t* w
 
 struct Plan {
   const MatView* w;
-  const float* x;
-  uint16_t* xb;  // bf16 activations (quantized weights), else null
+  const float* xt;     // f32 activation tiles (f32 path), else null
+  const uint32_t* xb;  // bf16-pair activation tiles (bf16 path), else null
   int64_t n;
   float* y;
   int64_t panels, chunk, nchunks;
@@ -342,37 +371,119 @@ void run_units(const Plan& p, int64_t u0, int64_t u1) {
         pack_bf16(w, r0, k0, kc, s.wb.data(), s.row.data());
       else
         pack_f32(w, r0, k0, kc, s.wf.data(), s.row.data());
-      for (int64_t j = n0; j < n1; j += kNb) {
+      for (int64_t j = n0; j < n1; j += kNb) {  // n0 is a multiple of kNb: j starts a tile
         const int nb = static_cast<int>(std::min<int64_t>(kNb, n1 - j));
         float* yt = p.y + j * w.rows + r0;
         if (bf)
-          kBf16Kernels[nb - 1](s.wb.data(), p.xb + j * cols + k0, cols, kc, yt, w.rows, m0, m1,
-                               k0 > 0);
+          kBf16Kernels[nb - 1](s.wb.data(), p.xb + (j * cols + k0 * kNb) / 2, kc, yt, w.rows, m0,
+                               m1, k0 > 0);
         else
-          kF32Kernels[nb - 1](s.wf.data(), p.x + j * cols + k0, cols, kc, yt, w.rows, m0, m1,
+          kF32Kernels[nb - 1](s.wf.data(), p.xt + j * cols + k0 * kNb, kc, yt, w.rows, m0, m1,
                               k0 > 0);
       }
     }
   }
 }
 
-void to_bf16_rows(const float* x, uint16_t* xb, int64_t cols, int64_t j0, int64_t j1) {
-  for (int64_t j = j0; j < j1; ++j) {
-    const float* src = x + j * cols;
-    uint16_t* dst = xb + j * cols;
-    for (int64_t k = 0; k < cols; k += 32) {  // cols is a multiple of 32 here
-      const __m512bh v =
-          _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + k + 16), _mm512_loadu_ps(src + k));
-      _mm512_storeu_si512(dst + k, (__m512i)v);
+// Tile t holds activation rows [kNb t, kNb t + kNb) column by column: xt[t cols kNb + k kNb +
+// j] = x[kNb t + j, k], zero past the last row (those lanes are never stored).
+void to_f32_tiles(const float* x, int64_t n, int64_t cols, float* xt, int64_t t0, int64_t t1) {
+  for (int64_t t = t0; t < t1; ++t) {
+    float* dst = xt + t * cols * kNb;
+    for (int j = 0; j < kNb; ++j) {
+      const int64_t r = t * kNb + j;
+      if (r >= n) {
+        for (int64_t k = 0; k < cols; ++k) dst[k * kNb + j] = 0.0f;
+        continue;
+      }
+      const float* src = x + r * cols;
+      for (int64_t k = 0; k < cols; ++k) dst[k * kNb + j] = src[k];
     }
   }
 }
 
+// The same as bf16 pairs: xb[t (cols / 2) kNb + p kNb + j] = (x[.., 2p], x[.., 2p + 1]) rounded
+// to bf16; cols is a multiple of 32 here.
+void to_bf16_tiles(const float* x, int64_t n, int64_t cols, uint32_t* xb, int64_t t0, int64_t t1) {
+  alignas(64) uint32_t pairs[16];
+  for (int64_t t = t0; t < t1; ++t) {
+    uint32_t* dst = xb + t * (cols / 2) * kNb;
+    for (int j = 0; j < kNb; ++j) {
+      const int64_t r = t * kNb + j;
+      if (r >= n) {
+        for (int64_t q = 0; q < cols / 2; ++q) dst[q * kNb + j] = 0;
+        continue;
+      }
+      const float* src = x + r * cols;
+      for (int64_t k = 0; k < cols; k += 32) {
+        const __m512bh v =
+            _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + k + 16), _mm512_loadu_ps(src + k));
+        _mm512_store_si512(pairs, (__m512i)v);
+        for (int q = 0; q < 16; ++q) dst[(k / 2 + q) * kNb + j] = pairs[q];
+      }
+    }
+  }
+}
+
+// ---- which path -------------------------------------------------------------------------
+
+// Multiply-adds per second of the full micro-kernel of a path on data in L1 (best of rounds,
+// the two paths alternating).
+double kernel_rate(bool bf16, int calls) {
+  constexpr int64_t kc = 256;
+  alignas(64) static float wf[kc * kPanel], xt[kc * kNb], y[kNb * kPanel];
+  alignas(64) static uint32_t wb[kc / 2 * kPanel], xb[kc / 2 * kNb];
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int c = 0; c < calls; ++c) {
+    if (bf16)
+      kern_bf16<kNb>(wb, xb, kc, y, kPanel, 0xFFFF, 0xFFFF, c > 0);
+    else
+      kern_f32<kNb>(wf, xt, kc, y, kPanel, 0xFFFF, 0xFFFF, c > 0);
+  }
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(calls) * kc * kPanel * kNb / std::max(sec, 1e-9);
+}
+
+MatmulPath measure_path() {
+  double f32 = 0, bf16 = 0;
+  for (int round = 0; round < 5; ++round) {  // about 2 ms in all
+    f32 = std::max(f32, kernel_rate(false, 100));
+    bf16 = std::max(bf16, kernel_rate(true, 100));
+  }
+  return bf16 > 1.1 * f32 ? MatmulPath::Bf16 : MatmulPath::F32;
+}
+
+std::once_flag g_path_once;
+MatmulPath g_path = MatmulPath::F32;
+std::atomic<int> g_path_set{-1};  // set_matmul_path: -1 none, else the path
+
 }  // namespace
+
+void avx512_set_matmul_path(std::optional<MatmulPath> path) {
+  g_path_set.store(path ? static_cast<int>(*path) : -1, std::memory_order_relaxed);
+}
+
+MatmulPath avx512_matmul_path() {
+  const int set = g_path_set.load(std::memory_order_relaxed);
+  if (set >= 0) return static_cast<MatmulPath>(set);
+  std::call_once(g_path_once, [] {
+    const char* env = std::getenv("CACHET_MATMUL");
+    const std::string_view v = env ? env : "auto";
+    if (v == "f32")
+      g_path = MatmulPath::F32;
+    else if (v == "bf16")
+      g_path = MatmulPath::Bf16;
+    else if (v == "auto")
+      g_path = measure_path();
+    else
+      fail("CACHET_MATMUL='", v, "': expected f32, bf16 or auto");
+  });
+  return g_path;
+}
 
 void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   // The pool's jobs capture only the plan (one reference), so no call allocates.
-  Plan p{&w, x, nullptr, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
+  Plan p{&w, nullptr, nullptr, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
   const int64_t threads = pool.size();
   if (p.panels < 4 * threads) {  // too few panels to share: also split the activation rows
     const int64_t want = (4 * threads + p.panels - 1) / p.panels;
@@ -381,16 +492,25 @@ void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, Thread
     p.chunk = ((n + chunks - 1) / chunks + kNb - 1) / kNb * kNb;
     p.nchunks = (n + p.chunk - 1) / p.chunk;
   }
-  if (!f32_panels(w)) {
-    thread_local std::vector<uint16_t> xb;
-    grow(xb, n * w.cols);
+  const int64_t tiles = (n + kNb - 1) / kNb;
+  const bool bf = !f32_only(w) && avx512_matmul_path() == MatmulPath::Bf16;
+  thread_local std::vector<float> xt;
+  thread_local std::vector<uint32_t> xb;
+  if (bf) {
+    grow(xb, tiles * kNb * (w.cols / 2));
     p.xb = xb.data();
-    pool.run([&p](int i, int k) {
-      int64_t j0, j1;
-      ThreadPool::split(p.n, 1, i, k, &j0, &j1);
-      to_bf16_rows(p.x, p.xb, p.w->cols, j0, j1);
-    });
+  } else {
+    grow(xt, tiles * kNb * w.cols);
+    p.xt = xt.data();
   }
+  pool.run([&p, x, tiles](int i, int k) {
+    int64_t t0, t1;
+    ThreadPool::split(tiles, 1, i, k, &t0, &t1);
+    if (p.xb)
+      to_bf16_tiles(x, p.n, p.w->cols, const_cast<uint32_t*>(p.xb), t0, t1);
+    else
+      to_f32_tiles(x, p.n, p.w->cols, const_cast<float*>(p.xt), t0, t1);
+  });
   // Units (a panel of weight rows x a chunk of activation rows) are claimed one at a time.
   pool.for_chunks(p.panels * p.nchunks, [&p](int64_t u) { run_units(p, u, u + 1); });
 }

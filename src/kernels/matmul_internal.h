@@ -2,6 +2,7 @@
 // in its own translation unit with that set's flags and entered only after a CPU check.
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "cachet/dtype.h"
 #include "cachet/kernels.h"
@@ -11,6 +12,9 @@ namespace cachet::matmul_internal {
 // Arguments are validated by matmul_isa; n >= 1, rows >= 1, cols >= 1.
 void matmul_avx2(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
 void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+// matmul_path() on a CPU with AVX-512 (see kernels.h).
+MatmulPath avx512_matmul_path();
+void avx512_set_matmul_path(std::optional<MatmulPath> path);
 
 // Few activation rows (n <= kMatvecRowsMax) on a SIMD path run as matvecs that share each
 // chunk of weight rows while it is in cache (matvec.cpp): the weights stream from memory once

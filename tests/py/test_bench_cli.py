@@ -66,6 +66,8 @@ def bench_kernels(cachet, res):
                       f"{share}% vs {gbs}/{ref}")
     ok = any(re.fullmatch(rf"matmul Q8_0 4096x14336 N=512: {NUM} GFLOP/s", l) for l in lines)
     res.check("matmul line", ok, "" if ok else out)
+    ok = any(re.fullmatch(r"matmul path: (f32 FMA|bf16 dot products)", l) for l in lines)
+    res.check("matmul path line", ok, "" if ok else out)
     if lines and lines[0].endswith("isa: avx512"):  # the interleaved layouts: a stream way
         ways = r"(1 group|1 group \+ prefetch|2 groups|2 groups \+ prefetch)"
         ok = any(re.fullmatch(rf"stream Q8_0: {ways} \((the fastest measured|not measured)\)",
@@ -83,6 +85,10 @@ def bad_input(cachet, res):
     if out.startswith("threads:") and "isa: avx512" in out.splitlines()[0]:
         res.check("bad CACHET_STREAM is an error",
                   rc != 0 and "CACHET_STREAM='3q'" in err and "expected" in err, err.strip())
+        rc, out, err = run([cachet, "bench", "kernels", "--quick", "--types", "Q8_0"],
+                           timeout=300, env={"CACHET_MATMUL": "fp8"})
+        res.check("bad CACHET_MATMUL is an error",
+                  rc != 0 and "CACHET_MATMUL='fp8'" in err and "expected" in err, err.strip())
 
 
 def main():
