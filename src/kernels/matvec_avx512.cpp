@@ -94,7 +94,8 @@ struct KFloat512 {
 
 // ---- BF16: vdpbf16ps on pairs, x rounded to bf16 ---------------------------------------------
 //
-// x is rounded to bf16 (nearest even, within 2^-9 |x| of x: finer than the 8-bit activations of
+// Where matmul_path() is Bf16 (else BF16 takes the f32 kernels, KFloat512 and KBF16F_X16). x is
+// rounded to bf16 (nearest even, within 2^-9 |x| of x: finer than the 8-bit activations of
 // the quantized types, and what ggml and a bf16 PyTorch model do); products of bf16 values are
 // exact in f32, so one vdpbf16ps per 32 weights and activation row does the work. Columns past
 // the last 32 use x as is.
@@ -534,6 +535,41 @@ struct KBF16_X16 {
   }
 };
 
+// ---- BF16 with f32 activations, 16 interleaved rows (the same layout) ---------------------
+//
+// For the f32 matmul path (matmul_path in kernels.h): each bf16 pair is split into its two
+// f32 values (a bf16 is the high half of its f32) and multiplied with x as given by FMA, so
+// decoding steps compute what a prefill does. Two vector ops and two FMAs per 64 bytes: on a
+// core that issues vdpbf16ps at a quarter of the FMA rate, as fast as KBF16_X16.
+
+struct KBF16F_X16 {
+  static constexpr int64_t kChunkCols = 32, kChunkBytes = kBf16X16Chunk;
+  template <int G>
+  static constexpr int64_t kPrefetchChunks = G == 1 ? 2 : 4;
+  static constexpr int kAcc = 8;  // as KBF16_X16: FMA chains wait for each result
+  template <int NX>
+  static constexpr int kMaxGroups = NX == 1 ? 2 : 1;
+  template <int NX>
+  static constexpr StreamWay kDefaultWay =
+      NX == 1 ? StreamWay::TwoPrefetch : StreamWay::OnePrefetch;
+  template <int NX>
+  [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t b, const XPrep* xs,
+                                                  __m512 (&acc)[kAcc][NX]) {
+    const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    for (int k = 0; k < 16; ++k) {
+      const __m512i v = loadu512(c + 64 * k);
+      const __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));  // column 2k
+      const __m512 w1 = _mm512_castsi512_ps(_mm512_and_si512(v, hi));   // column 2k + 1
+      for (int j = 0; j < NX; ++j) {
+        const float* x = xs[j].f32 + 32 * b + 2 * k;
+        acc[(2 * k) % kAcc][j] = _mm512_fmadd_ps(w0, _mm512_set1_ps(x[0]), acc[(2 * k) % kAcc][j]);
+        acc[(2 * k + 1) % kAcc][j] =
+            _mm512_fmadd_ps(w1, _mm512_set1_ps(x[1]), acc[(2 * k + 1) % kAcc][j]);
+      }
+    }
+  }
+};
+
 // An interleaved kernel K gives kChunkCols and kChunkBytes (one chunk of a group of 16 rows),
 // kAcc accumulators per activation row, kMaxGroups<NX> (groups it can read side by side: its
 // accumulators must fit in registers), kDefaultWay<NX> (the StreamWay used until one has been
@@ -648,8 +684,9 @@ auto with_x16_kernel(MatLayout layout, Fn&& fn) {
       return fn.template operator()<KQ6K_X16>();
     case MatLayout::Q8_0_X16:
       return fn.template operator()<KQ8_0_X16>();
-    case MatLayout::BF16_X16:
-      return fn.template operator()<KBF16_X16>();
+    case MatLayout::BF16_X16:  // the arithmetic of the matmul path, so steps equal prefills
+      if (matmul_path() == MatmulPath::Bf16) return fn.template operator()<KBF16_X16>();
+      return fn.template operator()<KBF16F_X16>();
     case MatLayout::Rows:
       break;
   }
@@ -723,7 +760,8 @@ Kernel avx512_kernel(DType t) {
     case DType::F16:
       return kernel_nx<KFloat512<L512F16, LoadF16>, 4, 2>(XKind::F32);
     case DType::BF16:
-      return kernel_nx<KBF16_512, 4, 2>(XKind::BF16);
+      if (matmul_path() == MatmulPath::Bf16) return kernel_nx<KBF16_512, 4, 2>(XKind::BF16);
+      return kernel_nx<KFloat512<L512BF16, LoadBF16>, 4, 2>(XKind::F32);
     case DType::Q8_0:
       return kernel_nx<KQ8_0_512, 4, 2>(XKind::Q8_32);
     case DType::Q4_K:

@@ -34,9 +34,10 @@ from recurrent_gemma import Config, RecurrentGemma, expected_shapes  # noqa: E40
 # f32 engine vs f64 reference. Reference f32 vs f64 differs by ~4e-6 abs on these models; the
 # engine's different summation order and vectorised transcendental functions stay well below.
 TOL_F32 = 1e-4
-# bf16 weights: matrix products round the activations to bf16 (vdpbf16ps, as a bf16 GEMM does)
-# when a row is a whole number of 32-blocks, in steps and prefills alike, which is ~1e-2 here;
-# the two modes agree within ~1e-6.
+# bf16 weights: on AVX-512 the matrix products take the arithmetic that matmul_path() chose
+# (kernels.h): activations rounded to bf16 (vdpbf16ps, as a bf16 GEMM does) when a row is a
+# whole number of 32-blocks, ~1e-2 here, or bf16 weights times f32 activations by FMA, ~1e-6.
+# Steps and prefills take the same one, so the two modes agree within ~1e-6 either way.
 TOL_BF16 = 0.05
 # Two prefill modes of the engine against each other.
 TOL_MODES = 1e-4
