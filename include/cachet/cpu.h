@@ -8,8 +8,12 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false, bmi2 = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512vnni = false, avx512bf16 = false, avx512vbmi = false;
+  bool amx_tile = false, amx_bf16 = false;  // the CPU has them and the OS saves their state
 };
 const CpuFeatures& cpu_features();
+// Whether AMX tiles (with bf16 dot products) can be used: the CPU and OS have them and Linux
+// granted this process the tile data state (asked for once, on the first call).
+bool amx_bf16_usable();
 
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 // The level kernels use: the best the CPU supports, capped by the CACHET_ISA environment

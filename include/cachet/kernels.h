@@ -69,16 +69,20 @@ void matvec(const MatView& w, const float* x, float* y, ThreadPool& pool);
 void matmul(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
 
 // How the AVX-512 matmul multiplies weights that can go either way (BF16 and the block types;
-// F32 and F16 are always f32): dequantized to f32 and FMA with the f32 activations, or as bf16
-// pairs against bf16-rounded activations by vdpbf16ps. The second does twice the work per
+// F32 and F16 are always f32): F32, dequantized to f32 and FMA with the f32 activations; Bf16,
+// as bf16 pairs against bf16-rounded activations by vdpbf16ps; Amx, the same bf16 arithmetic
+// on AMX tiles (16x16 outputs per instruction). vdpbf16ps does twice the work of an FMA per
 // instruction but some cores issue it at a quarter of the FMA rate, so by default the path is
-// measured once per process on first use; CACHET_MATMUL=f32, bf16 or auto sets it (anything
-// else is an error). Without AVX-512 the answer is F32.
-enum class MatmulPath : uint8_t { F32, Bf16 };
+// measured once per process on first use; CACHET_MATMUL=f32, bf16, amx or auto sets it
+// (anything else, or amx without AMX, is an error). Without AVX-512 the answer is F32. BF16
+// matvecs follow it (f32 or bf16 arithmetic), so decoding steps compute what prefills do.
+enum class MatmulPath : uint8_t { F32, Bf16, Amx };
 MatmulPath matmul_path();
-// Every later matmul takes `path` (nullopt: back to the measured or CACHET_MATMUL choice).
+// Every later matmul takes `path` (nullopt: back to the measured or CACHET_MATMUL choice); Amx
+// where the CPU has none is Bf16.
 void set_matmul_path(std::optional<MatmulPath> path);
-std::string_view matmul_path_name(MatmulPath path);  // "f32 FMA" or "bf16 dot products"
+// "f32 FMA", "bf16 dot products" or "AMX bf16 tiles"
+std::string_view matmul_path_name(MatmulPath path);
 
 // The same with a chosen instruction set (for tests and benchmarks); an isa the CPU lacks
 // is lowered to the best it has.

@@ -1,6 +1,10 @@
 #include "cachet/cpu.h"
 
 #include <cpuid.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cstdlib>
@@ -41,6 +45,11 @@ CpuFeatures detect() {
     unsigned a1, b1, c1, d1;
     __cpuid_count(7, 1, a1, b1, c1, d1);
     f.avx512bf16 = a1 & (1u << 5);
+    // XCR0 bits 17 and 18: the OS saves the tile configuration and data
+    if ((xcr0 & (3u << 17)) == (3u << 17)) {
+      f.amx_bf16 = d & (1u << 22);
+      f.amx_tile = d & (1u << 24);
+    }
   }
   return f;
 }
@@ -59,15 +68,34 @@ Isa from_env(Isa best) {
   if (!e) return best;
   std::string s(e);
   Isa want = best;
-  if (s == "scalar") want = Isa::Scalar;
-  else if (s == "avx2") want = Isa::Avx2;
-  else if (s == "avx512") want = Isa::Avx512;
+  if (s == "scalar")
+    want = Isa::Scalar;
+  else if (s == "avx2")
+    want = Isa::Avx2;
+  else if (s == "avx512")
+    want = Isa::Avx512;
   return want < best ? want : best;
 }
 
 std::atomic<int> g_isa{-1};
 
 }  // namespace
+
+bool amx_bf16_usable() {
+  static const bool ok = [] {
+    const CpuFeatures& f = cpu_features();
+    if (!f.amx_tile || !f.amx_bf16) return false;
+#ifdef __linux__
+    // Linux hands out the 8 KiB tile data state only on request (ARCH_REQ_XCOMP_PERM for
+    // XFEATURE_XTILEDATA); the grant covers every thread of the process.
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+#else
+    return false;
+#endif
+  }();
+  return ok;
+}
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();
@@ -95,9 +123,12 @@ void set_isa(Isa isa) {
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
-    case Isa::Scalar: return "scalar";
-    case Isa::Avx2: return "avx2";
-    case Isa::Avx512: return "avx512";
+    case Isa::Scalar:
+      return "scalar";
+    case Isa::Avx2:
+      return "avx2";
+    case Isa::Avx512:
+      return "avx512";
   }
   return "?";
 }

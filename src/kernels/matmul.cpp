@@ -107,7 +107,15 @@ void set_matmul_path(std::optional<MatmulPath> path) {
 }
 
 std::string_view matmul_path_name(MatmulPath path) {
-  return path == MatmulPath::Bf16 ? "bf16 dot products" : "f32 FMA";
+  switch (path) {
+    case MatmulPath::Bf16:
+      return "bf16 dot products";
+    case MatmulPath::Amx:
+      return "AMX bf16 tiles";
+    case MatmulPath::F32:
+      break;
+  }
+  return "f32 FMA";
 }
 
 void matmul_isa(Isa isa, const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {

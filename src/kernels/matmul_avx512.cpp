@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "cachet/cpu.h"
 #include "cachet/error.h"
 #include "cachet/threadpool.h"
 #include "kernels/matmul_dequant.h"
@@ -425,6 +426,167 @@ void to_bf16_tiles(const float* x, int64_t n, int64_t cols, uint32_t* xb, int64_
   }
 }
 
+// ---- AMX tiles (bf16) ----------------------------------------------------------------------
+//
+// TDPBF16PS multiplies a 16x32 bf16 tile A by a 32x16 tile B held as 16 rows of 16 bf16 pairs
+// and adds to a 16x16 f32 tile C: 8192 multiply-adds in one instruction, the same arithmetic
+// as vdpbf16ps (bf16 products, f32 sums). A is 16 activation rows of X in bf16 as they lie in
+// memory; B is a 32-column chunk of a group of 16 weight rows in the BF16_X16 layout as it
+// lies (pair p of the chunk = the 16 rows' (k, k + 1)), or the same cut from a panel that
+// pack_bf16 made. A unit is a panel of 32 weight rows x a chunk of activation rows, in blocks
+// of 32 x 32 outputs: four C tiles, two A and two B tiles per 32 columns.
+
+constexpr int64_t kAmxRows = 32;  // activation rows per block (two A tiles)
+
+struct alignas(64) TileConfig {
+  uint8_t palette;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+// Every tile 16 rows of 64 bytes. A constant in memory: GCC 12 drops stores to a local
+// configuration before _tile_loadconfig as if they were dead.
+alignas(64) constexpr TileConfig kTileConfig{
+    1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+
+// The configuration is per thread; loaded once per thread.
+void amx_configure() {
+  thread_local bool done = false;
+  if (done) return;
+  _tile_loadconfig(&kTileConfig);
+  done = true;
+}
+
+// Where B tiles come from: chunk c of the panel's two 16-row halves.
+struct AmxB {
+  const uint8_t* half[2];
+  int64_t chunk_bytes;  // from one 32-column chunk to the next
+  int64_t stride;       // between the 16 pair-rows of a tile
+};
+
+// Outputs [t0, t0 + 32) x [r0, r0 + 32) of Y, rows of Y ldy apart; rows past n or columns past
+// the matrix's rows go to a scratch block and are dropped.
+void amx_block(const AmxB& b, const uint16_t* xb, int64_t cols, int64_t t0, int64_t n, float* y,
+               int64_t ldy, int64_t r0, int64_t nrows) {
+  const int64_t lda = cols * 2;
+  const uint16_t* a0 = xb + t0 * cols;
+  const uint16_t* a1 = a0 + 16 * cols;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  const int64_t chunks = cols / 32;
+  for (int64_t c = 0; c < chunks; ++c) {
+    _tile_loadd(4, a0 + 32 * c, lda);
+    _tile_loadd(5, a1 + 32 * c, lda);
+    _tile_loadd(6, b.half[0] + c * b.chunk_bytes, b.stride);
+    _tile_loadd(7, b.half[1] + c * b.chunk_bytes, b.stride);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  if (t0 + kAmxRows <= n && r0 + kPanel <= nrows) {
+    float* yb = y + t0 * ldy + r0;
+    const int64_t ldb = ldy * 4;
+    _tile_stored(0, yb, ldb);
+    _tile_stored(1, yb + 16, ldb);
+    _tile_stored(2, yb + 16 * ldy, ldb);
+    _tile_stored(3, yb + 16 * ldy + 16, ldb);
+    return;
+  }
+  alignas(64) float tmp[kAmxRows][kPanel];
+  _tile_stored(0, &tmp[0][0], kPanel * 4);
+  _tile_stored(1, &tmp[0][16], kPanel * 4);
+  _tile_stored(2, &tmp[16][0], kPanel * 4);
+  _tile_stored(3, &tmp[16][16], kPanel * 4);
+  const int64_t nt = std::min(kAmxRows, n - t0), nr = std::min<int64_t>(kPanel, nrows - r0);
+  for (int64_t i = 0; i < nt; ++i) std::memcpy(y + (t0 + i) * ldy + r0, tmp[i], nr * 4);
+}
+
+struct AmxPlan {
+  const MatView* w;
+  const uint16_t* xb;  // X in bf16, row-major, zero rows up to a multiple of kAmxRows
+  int64_t n;
+  float* y;
+  int64_t nchunks, chunk;  // activation rows per unit: a multiple of kAmxRows
+};
+
+void amx_unit(const AmxPlan& p, int64_t u) {
+  const MatView& w = *p.w;
+  amx_configure();
+  const int64_t r0 = (u / p.nchunks) * kPanel;
+  const int64_t n0 = (u % p.nchunks) * p.chunk, n1 = std::min(p.n, n0 + p.chunk);
+  AmxB b;
+  if (w.layout == MatLayout::BF16_X16 && r0 + kPanel <= w.rows / 16 * 16) {
+    b = {{w.row(r0), w.row(r0 + 16)}, 1024, 64};  // the weights as they lie
+  } else {  // unpacked to bf16 pairs, [cols / 2][32], by blocks of kKcBf16 columns
+    Scratch& s = scratch();
+    grow(s.wb, w.cols / 2 * kPanel);
+    grow(s.row, kKcBf16);
+    for (int64_t k0 = 0; k0 < w.cols; k0 += kKcBf16)
+      pack_bf16(w, r0, k0, std::min(kKcBf16, w.cols - k0), s.wb.data() + k0 / 2 * kPanel,
+                s.row.data());
+    const auto* wb = reinterpret_cast<const uint8_t*>(s.wb.data());
+    b = {{wb, wb + 64}, 16 * kPanel * 4, kPanel * 4};
+  }
+  for (int64_t t0 = n0; t0 < n1; t0 += kAmxRows)
+    amx_block(b, p.xb, w.cols, t0, p.n, p.y, w.rows, r0, w.rows);
+}
+
+void to_bf16_rows(const float* x, int64_t cols, uint16_t* xb, int64_t j0, int64_t j1, int64_t n) {
+  for (int64_t j = j0; j < j1; ++j) {
+    uint16_t* dst = xb + j * cols;
+    if (j >= n) {
+      std::memset(dst, 0, static_cast<size_t>(cols) * 2);
+      continue;
+    }
+    const float* src = x + j * cols;
+    for (int64_t k = 0; k < cols; k += 32) {
+      const __m512bh v =
+          _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + k + 16), _mm512_loadu_ps(src + k));
+      _mm512_storeu_si512(dst + k, (__m512i)v);
+    }
+  }
+}
+
+void matmul_amx(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  const int64_t padded = (n + kAmxRows - 1) / kAmxRows * kAmxRows;
+  thread_local std::vector<uint16_t> xb;
+  grow(xb, padded * w.cols);
+  AmxPlan p{&w, xb.data(), n, y, 1, padded};
+  const int64_t panels = (w.rows + kPanel - 1) / kPanel, threads = pool.size();
+  if (panels < 4 * threads) {  // too few panels to share: also split the activation rows
+    const int64_t want = (4 * threads + panels - 1) / panels;
+    const int64_t chunks = std::min(want, padded / kAmxRows);
+    p.chunk = (padded / kAmxRows + chunks - 1) / chunks * kAmxRows;
+    p.nchunks = (padded + p.chunk - 1) / p.chunk;
+  }
+  uint16_t* xbp = xb.data();  // the caller's buffer (xb names each thread's own)
+  pool.run([&w, x, n, padded, xbp](int i, int k) {
+    int64_t j0, j1;
+    ThreadPool::split(padded, 1, i, k, &j0, &j1);
+    to_bf16_rows(x, w.cols, xbp, j0, j1, n);
+  });
+  pool.for_chunks(panels * p.nchunks, [&p](int64_t u) { amx_unit(p, u); });
+}
+
+// Multiply-adds per second of amx_block on data in L1 and L2.
+double amx_rate(int calls) {
+  constexpr int64_t cols = 512;
+  alignas(64) static uint16_t xb[kAmxRows * cols];
+  alignas(64) static uint32_t wb[cols / 2 * kPanel];
+  alignas(64) static float y[kAmxRows * kPanel];
+  amx_configure();
+  const auto* wp = reinterpret_cast<const uint8_t*>(wb);
+  const AmxB b{{wp, wp + 64}, 16 * kPanel * 4, kPanel * 4};
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int c = 0; c < calls; ++c) amx_block(b, xb, cols, 0, kAmxRows, y, kPanel, 0, kPanel);
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(calls) * cols * kPanel * kAmxRows / std::max(sec, 1e-9);
+}
+
 // ---- which path -------------------------------------------------------------------------
 
 // Multiply-adds per second of the full micro-kernel of a path on data in L1 (best of rounds,
@@ -445,11 +607,14 @@ double kernel_rate(bool bf16, int calls) {
 }
 
 MatmulPath measure_path() {
-  double f32 = 0, bf16 = 0;
-  for (int round = 0; round < 5; ++round) {  // about 2 ms in all
+  const bool amx = amx_bf16_usable();
+  double f32 = 0, bf16 = 0, tiles = 0;
+  for (int round = 0; round < 5; ++round) {  // a few ms in all
     f32 = std::max(f32, kernel_rate(false, 100));
     bf16 = std::max(bf16, kernel_rate(true, 100));
+    if (amx) tiles = std::max(tiles, amx_rate(100));
   }
+  if (tiles > 1.1 * std::max(f32, bf16)) return MatmulPath::Amx;
   return bf16 > 1.1 * f32 ? MatmulPath::Bf16 : MatmulPath::F32;
 }
 
@@ -460,6 +625,7 @@ std::atomic<int> g_path_set{-1};  // set_matmul_path: -1 none, else the path
 }  // namespace
 
 void avx512_set_matmul_path(std::optional<MatmulPath> path) {
+  if (path == MatmulPath::Amx && !amx_bf16_usable()) path = MatmulPath::Bf16;  // the same sums
   g_path_set.store(path ? static_cast<int>(*path) : -1, std::memory_order_relaxed);
 }
 
@@ -473,10 +639,13 @@ MatmulPath avx512_matmul_path() {
       g_path = MatmulPath::F32;
     else if (v == "bf16")
       g_path = MatmulPath::Bf16;
-    else if (v == "auto")
+    else if (v == "amx") {
+      CACHET_CHECK(amx_bf16_usable(), "CACHET_MATMUL=amx: this CPU (or OS) has no AMX-BF16");
+      g_path = MatmulPath::Amx;
+    } else if (v == "auto")
       g_path = measure_path();
     else
-      fail("CACHET_MATMUL='", v, "': expected f32, bf16 or auto");
+      fail("CACHET_MATMUL='", v, "': expected f32, bf16, amx or auto");
   });
   return g_path;
 }
@@ -492,8 +661,10 @@ void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, Thread
     p.chunk = ((n + chunks - 1) / chunks + kNb - 1) / kNb * kNb;
     p.nchunks = (n + p.chunk - 1) / p.chunk;
   }
+  const MatmulPath path = f32_only(w) ? MatmulPath::F32 : avx512_matmul_path();
+  if (path == MatmulPath::Amx) return matmul_amx(w, x, n, y, pool);
   const int64_t tiles = (n + kNb - 1) / kNb;
-  const bool bf = !f32_only(w) && avx512_matmul_path() == MatmulPath::Bf16;
+  const bool bf = path == MatmulPath::Bf16;
   thread_local std::vector<float> xt;
   thread_local std::vector<uint32_t> xb;
   if (bf) {

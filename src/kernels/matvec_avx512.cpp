@@ -94,11 +94,11 @@ struct KFloat512 {
 
 // ---- BF16: vdpbf16ps on pairs, x rounded to bf16 ---------------------------------------------
 //
-// Where matmul_path() is Bf16 (else BF16 takes the f32 kernels, KFloat512 and KBF16F_X16). x is
-// rounded to bf16 (nearest even, within 2^-9 |x| of x: finer than the 8-bit activations of
-// the quantized types, and what ggml and a bf16 PyTorch model do); products of bf16 values are
-// exact in f32, so one vdpbf16ps per 32 weights and activation row does the work. Columns past
-// the last 32 use x as is.
+// Where matmul_path() is Bf16 or Amx (else BF16 takes the f32 kernels, KFloat512 and KBF16F_X16). x
+// is rounded to bf16 (nearest even, within 2^-9 |x| of x: finer than the 8-bit activations of the
+// quantized types, and what ggml and a bf16 PyTorch model do); products of bf16 values are exact in
+// f32, so one vdpbf16ps per 32 weights and activation row does the work. Columns past the last 32
+// use x as is.
 
 void round_bf16(const float* x, int64_t n, uint16_t* out) {
   int64_t i = 0;
@@ -685,7 +685,7 @@ auto with_x16_kernel(MatLayout layout, Fn&& fn) {
     case MatLayout::Q8_0_X16:
       return fn.template operator()<KQ8_0_X16>();
     case MatLayout::BF16_X16:  // the arithmetic of the matmul path, so steps equal prefills
-      if (matmul_path() == MatmulPath::Bf16) return fn.template operator()<KBF16_X16>();
+      if (matmul_path() != MatmulPath::F32) return fn.template operator()<KBF16_X16>();
       return fn.template operator()<KBF16F_X16>();
     case MatLayout::Rows:
       break;
@@ -760,7 +760,7 @@ Kernel avx512_kernel(DType t) {
     case DType::F16:
       return kernel_nx<KFloat512<L512F16, LoadF16>, 4, 2>(XKind::F32);
     case DType::BF16:
-      if (matmul_path() == MatmulPath::Bf16) return kernel_nx<KBF16_512, 4, 2>(XKind::BF16);
+      if (matmul_path() != MatmulPath::F32) return kernel_nx<KBF16_512, 4, 2>(XKind::BF16);
       return kernel_nx<KFloat512<L512BF16, LoadBF16>, 4, 2>(XKind::F32);
     case DType::Q8_0:
       return kernel_nx<KQ8_0_512, 4, 2>(XKind::Q8_32);

@@ -66,7 +66,8 @@ def bench_kernels(cachet, res):
                       f"{share}% vs {gbs}/{ref}")
     ok = any(re.fullmatch(rf"matmul Q8_0 4096x14336 N=512: {NUM} GFLOP/s", l) for l in lines)
     res.check("matmul line", ok, "" if ok else out)
-    ok = any(re.fullmatch(r"matmul path: (f32 FMA|bf16 dot products)", l) for l in lines)
+    ok = any(re.fullmatch(r"matmul path: (f32 FMA|bf16 dot products|AMX bf16 tiles)", l)
+             for l in lines)
     res.check("matmul path line", ok, "" if ok else out)
     if lines and lines[0].endswith("isa: avx512"):  # the interleaved layouts: a stream way
         ways = r"(1 group|1 group \+ prefetch|2 groups|2 groups \+ prefetch)"

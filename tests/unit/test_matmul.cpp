@@ -142,14 +142,14 @@ std::vector<Isa> simd_isas() {
 // matmul_path in kernels.h).
 bool bf16_path(Isa isa, DType t, int64_t cols) {
   return isa == Isa::Avx512 && t != DType::F32 && t != DType::F16 && cols % 32 == 0 &&
-         matmul_path() == MatmulPath::Bf16;
+         matmul_path() != MatmulPath::F32;
 }
 
 // Runs body() with each matmul path set in turn (once where the CPU has only f32), then goes
 // back to the default choice.
 template <typename Fn>
 void for_each_path(Fn&& body) {
-  for (MatmulPath path : {MatmulPath::F32, MatmulPath::Bf16}) {
+  for (MatmulPath path : {MatmulPath::F32, MatmulPath::Bf16, MatmulPath::Amx}) {
     set_matmul_path(path);
     body();
     if (best_isa() != Isa::Avx512) break;
