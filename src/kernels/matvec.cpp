@@ -145,6 +145,7 @@ struct XScratch {
   std::vector<int32_t> isum;
   std::vector<int16_t> bsums;
   std::vector<uint16_t> bf;
+  std::vector<float> rounded;
   std::vector<kern::XPrep> preps;
 };
 
@@ -177,6 +178,14 @@ void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, X
       kern::round_x_bf16_avx512(x + j * n, cols, bf + j * n);
       s.preps[j].f32 = x + j * n;
       s.preps[j].bf16 = bf + j * n;
+    }
+  } else if (kind == kern::XKind::BF16_F32 && cols % 32 == 0) {
+    uint16_t* bf = scratch(s.bf, n);
+    float* r = scratch(s.rounded, nx * n);
+    for (size_t j = 0; j < nx; ++j) {
+      kern::round_x_bf16_avx512(x + j * n, cols, bf);
+      for (size_t c = 0; c < n; ++c) r[j * n + c] = bf16_to_f32(bf[c]);
+      s.preps[j].f32 = r + j * n;
     }
   } else {
     for (size_t j = 0; j < nx; ++j) s.preps[j].f32 = x + j * n;

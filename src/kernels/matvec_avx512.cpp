@@ -537,10 +537,11 @@ struct KBF16_X16 {
 
 // ---- BF16 with f32 activations, 16 interleaved rows (the same layout) ---------------------
 //
-// For the f32 matmul path (matmul_path in kernels.h): each bf16 pair is split into its two
-// f32 values (a bf16 is the high half of its f32) and multiplied with x as given by FMA, so
-// decoding steps compute what a prefill does. Two vector ops and two FMAs per 64 bytes: on a
-// core that issues vdpbf16ps at a quarter of the FMA rate, as fast as KBF16_X16.
+// For the f32 and AMX matmul paths (matmul_path in kernels.h): each bf16 pair is split into
+// its two f32 values (a bf16 is the high half of its f32) and multiplied by FMA with x as given
+// (f32 path) or rounded to bf16 (AMX: products of bf16 values are exact in f32, as on the
+// tiles), so decoding steps compute what a prefill does. Two vector ops and two FMAs per 64
+// bytes: on a core that issues vdpbf16ps at a quarter of the FMA rate, faster than KBF16_X16.
 
 struct KBF16F_X16 {
   static constexpr int64_t kChunkCols = 32, kChunkBytes = kBf16X16Chunk;
@@ -685,7 +686,7 @@ auto with_x16_kernel(MatLayout layout, Fn&& fn) {
     case MatLayout::Q8_0_X16:
       return fn.template operator()<KQ8_0_X16>();
     case MatLayout::BF16_X16:  // the arithmetic of the matmul path, so steps equal prefills
-      if (matmul_path() != MatmulPath::F32) return fn.template operator()<KBF16_X16>();
+      if (matmul_path() == MatmulPath::Bf16) return fn.template operator()<KBF16_X16>();
       return fn.template operator()<KBF16F_X16>();
     case MatLayout::Rows:
       break;
@@ -760,7 +761,14 @@ Kernel avx512_kernel(DType t) {
     case DType::F16:
       return kernel_nx<KFloat512<L512F16, LoadF16>, 4, 2>(XKind::F32);
     case DType::BF16:
-      if (matmul_path() != MatmulPath::F32) return kernel_nx<KBF16_512, 4, 2>(XKind::BF16);
+      switch (matmul_path()) {
+        case MatmulPath::Bf16:
+          return kernel_nx<KBF16_512, 4, 2>(XKind::BF16);
+        case MatmulPath::Amx:  // FMA on bf16-rounded x: the arithmetic of the tiles
+          return kernel_nx<KFloat512<L512BF16, LoadBF16>, 4, 2>(XKind::BF16_F32);
+        case MatmulPath::F32:
+          break;
+      }
       return kernel_nx<KFloat512<L512BF16, LoadBF16>, 4, 2>(XKind::F32);
     case DType::Q8_0:
       return kernel_nx<KQ8_0_512, 4, 2>(XKind::Q8_32);

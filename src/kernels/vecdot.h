@@ -11,10 +11,12 @@ namespace cachet::kern {
 
 // How a kernel wants the activation x.
 enum class XKind {
-  F32,    // x as given
-  Q8_32,  // blocks of 32: int8 values, f32 scale, sum of the int8 values
-  Q8_K,   // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
-  BF16,   // x as given, and rounded to bf16 (for vdpbf16ps)
+  F32,       // x as given
+  Q8_32,     // blocks of 32: int8 values, f32 scale, sum of the int8 values
+  Q8_K,      // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
+  BF16,      // x as given, and rounded to bf16 (for vdpbf16ps)
+  BF16_F32,  // x rounded to bf16, as f32 values (FMA with bf16 arithmetic); as given when the
+             // row is not a whole number of 32-blocks (matmul multiplies those in f32)
 };
 
 // The prepared activation. Q8 values use a symmetric scale d = max|x| / 127 per block.
