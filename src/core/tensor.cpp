@@ -90,12 +90,13 @@ bool huge_pages_wanted() {
 // Q6_K matvecs at 4096x14336 gained more than the probe.
 std::shared_ptr<void> aligned_buffer(size_t bytes) {
   const bool huge = bytes >= kHugePage && huge_pages_wanted();
-  const size_t align = huge ? kHugePage : 64;
-  const size_t rounded = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, rounded);
-  if (!p) fail("out of memory allocating ", bytes, " bytes");
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = nullptr;
+  if (posix_memalign(&p, huge ? kHugePage : 64, rounded) != 0 || !p)
+    fail("out of memory allocating ", bytes, " bytes");
 #ifdef MADV_HUGEPAGE
-  if (huge) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: no error if refused
+  // Only the whole huge pages: a partial one at the end would be made resident in full.
+  if (huge) madvise(p, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice: may be refused
 #endif
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }

@@ -23,7 +23,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -350,6 +349,8 @@ struct Plan {
   int64_t n;
   float* y;
   int64_t panels, chunk, nchunks;
+  const float* x = nullptr;  // the activations, while the tiles are made
+  int64_t tiles = 0;
 };
 
 void run_units(const Plan& p, int64_t u0, int64_t u1) {
@@ -450,12 +451,11 @@ struct alignas(64) TileConfig {
 alignas(64) constexpr TileConfig kTileConfig{
     1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
 
-// The configuration is per thread; loaded once per thread.
+// The configuration is per thread: loaded for each unit of work and released after it, so
+// that no other user of the tiles on the thread is disturbed and idle threads carry no tile
+// state.
 void amx_configure() {
-  thread_local bool done = false;
-  if (done) return;
   _tile_loadconfig(&kTileConfig);
-  done = true;
 }
 
 // Where B tiles come from: chunk c of the panel's two 16-row halves.
@@ -469,6 +469,9 @@ struct AmxB {
 // the matrix's rows go to a scratch block and are dropped.
 void amx_block(const AmxB& b, const uint16_t* xb, int64_t cols, int64_t t0, int64_t n, float* y,
                int64_t ldy, int64_t r0, int64_t nrows) {
+  // GCC 12's tile loads and stores are asm statements that do not tell the compiler they
+  // touch memory: barriers keep the panel's stores before them and the reads of tmp after.
+  asm volatile("" ::: "memory");
   const int64_t lda = cols * 2;
   const uint16_t* a0 = xb + t0 * cols;
   const uint16_t* a1 = a0 + 16 * cols;
@@ -494,6 +497,7 @@ void amx_block(const AmxB& b, const uint16_t* xb, int64_t cols, int64_t t0, int6
     _tile_stored(1, yb + 16, ldb);
     _tile_stored(2, yb + 16 * ldy, ldb);
     _tile_stored(3, yb + 16 * ldy + 16, ldb);
+    asm volatile("" ::: "memory");
     return;
   }
   alignas(64) float tmp[kAmxRows][kPanel];
@@ -501,6 +505,7 @@ void amx_block(const AmxB& b, const uint16_t* xb, int64_t cols, int64_t t0, int6
   _tile_stored(1, &tmp[0][16], kPanel * 4);
   _tile_stored(2, &tmp[16][0], kPanel * 4);
   _tile_stored(3, &tmp[16][16], kPanel * 4);
+  asm volatile("" ::: "memory");
   const int64_t nt = std::min(kAmxRows, n - t0), nr = std::min<int64_t>(kPanel, nrows - r0);
   for (int64_t i = 0; i < nt; ++i) std::memcpy(y + (t0 + i) * ldy + r0, tmp[i], nr * 4);
 }
@@ -533,6 +538,7 @@ void amx_unit(const AmxPlan& p, int64_t u) {
   }
   for (int64_t t0 = n0; t0 < n1; t0 += kAmxRows)
     amx_block(b, p.xb, w.cols, t0, p.n, p.y, w.rows, r0, w.rows);
+  _tile_release();
 }
 
 void to_bf16_rows(const float* x, int64_t cols, uint16_t* xb, int64_t j0, int64_t j1, int64_t n) {
@@ -563,11 +569,17 @@ void matmul_amx(const MatView& w, const float* x, int64_t n, float* y, ThreadPoo
     p.chunk = (padded / kAmxRows + chunks - 1) / chunks * kAmxRows;
     p.nchunks = (padded + p.chunk - 1) / p.chunk;
   }
-  uint16_t* xbp = xb.data();  // the caller's buffer (xb names each thread's own)
-  pool.run([&w, x, n, padded, xbp](int i, int k) {
+  // One reference captured (no allocation); xb.data() is the caller's buffer, as xb names each
+  // thread's own.
+  const struct {
+    const float* x;
+    uint16_t* xb;
+    int64_t cols, n, padded;
+  } a{x, xb.data(), w.cols, n, padded};
+  pool.run([&a](int i, int k) {
     int64_t j0, j1;
-    ThreadPool::split(padded, 1, i, k, &j0, &j1);
-    to_bf16_rows(x, w.cols, xbp, j0, j1, n);
+    ThreadPool::split(a.padded, 1, i, k, &j0, &j1);
+    to_bf16_rows(a.x, a.cols, a.xb, j0, j1, a.n);
   });
   pool.for_chunks(panels * p.nchunks, [&p](int64_t u) { amx_unit(p, u); });
 }
@@ -583,6 +595,7 @@ double amx_rate(int calls) {
   const AmxB b{{wp, wp + 64}, 16 * kPanel * 4, kPanel * 4};
   const auto t0 = std::chrono::steady_clock::now();
   for (int c = 0; c < calls; ++c) amx_block(b, xb, cols, 0, kAmxRows, y, kPanel, 0, kPanel);
+  _tile_release();
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return static_cast<double>(calls) * cols * kPanel * kAmxRows / std::max(sec, 1e-9);
 }
@@ -614,13 +627,32 @@ MatmulPath measure_path() {
     bf16 = std::max(bf16, kernel_rate(true, 100));
     if (amx) tiles = std::max(tiles, amx_rate(100));
   }
-  if (tiles > 1.1 * std::max(f32, bf16)) return MatmulPath::Amx;
-  return bf16 > 1.1 * f32 ? MatmulPath::Bf16 : MatmulPath::F32;
+  // Clear margins, so that a noisy measurement does not flip a host's choice (and with it
+  // the last bits of BF16 results) from run to run.
+  if (tiles > 1.5 * std::max(f32, bf16)) return MatmulPath::Amx;
+  return bf16 > 1.25 * f32 ? MatmulPath::Bf16 : MatmulPath::F32;
 }
 
-std::once_flag g_path_once;
-MatmulPath g_path = MatmulPath::F32;
 std::atomic<int> g_path_set{-1};  // set_matmul_path: -1 none, else the path
+
+// The environment's or the measured path, decided on first use. A static initialised by a
+// lambda, not std::call_once: when the lambda throws (a bad CACHET_MATMUL), the next call
+// tries again instead of blocking (libstdc++'s call_once stays locked after an exception).
+MatmulPath chosen_path() {
+  static const MatmulPath path = [] {
+    const char* env = std::getenv("CACHET_MATMUL");
+    const std::string_view v = env ? env : "auto";
+    if (v == "f32") return MatmulPath::F32;
+    if (v == "bf16") return MatmulPath::Bf16;
+    if (v == "amx") {
+      CACHET_CHECK(amx_bf16_usable(), "CACHET_MATMUL=amx: this CPU (or OS) has no AMX-BF16");
+      return MatmulPath::Amx;
+    }
+    if (v == "auto") return measure_path();
+    fail("CACHET_MATMUL='", v, "': expected f32, bf16, amx or auto");
+  }();
+  return path;
+}
 
 }  // namespace
 
@@ -632,22 +664,7 @@ void avx512_set_matmul_path(std::optional<MatmulPath> path) {
 MatmulPath avx512_matmul_path() {
   const int set = g_path_set.load(std::memory_order_relaxed);
   if (set >= 0) return static_cast<MatmulPath>(set);
-  std::call_once(g_path_once, [] {
-    const char* env = std::getenv("CACHET_MATMUL");
-    const std::string_view v = env ? env : "auto";
-    if (v == "f32")
-      g_path = MatmulPath::F32;
-    else if (v == "bf16")
-      g_path = MatmulPath::Bf16;
-    else if (v == "amx") {
-      CACHET_CHECK(amx_bf16_usable(), "CACHET_MATMUL=amx: this CPU (or OS) has no AMX-BF16");
-      g_path = MatmulPath::Amx;
-    } else if (v == "auto")
-      g_path = measure_path();
-    else
-      fail("CACHET_MATMUL='", v, "': expected f32, bf16, amx or auto");
-  });
-  return g_path;
+  return chosen_path();
 }
 
 void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
@@ -674,13 +691,15 @@ void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, Thread
     grow(xt, tiles * kNb * w.cols);
     p.xt = xt.data();
   }
-  pool.run([&p, x, tiles](int i, int k) {
+  p.x = x;
+  p.tiles = tiles;
+  pool.run([&p](int i, int k) {
     int64_t t0, t1;
-    ThreadPool::split(tiles, 1, i, k, &t0, &t1);
+    ThreadPool::split(p.tiles, 1, i, k, &t0, &t1);
     if (p.xb)
-      to_bf16_tiles(x, p.n, p.w->cols, const_cast<uint32_t*>(p.xb), t0, t1);
+      to_bf16_tiles(p.x, p.n, p.w->cols, const_cast<uint32_t*>(p.xb), t0, t1);
     else
-      to_f32_tiles(x, p.n, p.w->cols, const_cast<float*>(p.xt), t0, t1);
+      to_f32_tiles(p.x, p.n, p.w->cols, const_cast<float*>(p.xt), t0, t1);
   });
   // Units (a panel of weight rows x a chunk of activation rows) are claimed one at a time.
   pool.for_chunks(p.panels * p.nchunks, [&p](int64_t u) { run_units(p, u, u + 1); });

@@ -204,7 +204,7 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
     return matvec_rows(isa, rows.view, x, n_rows, y, pool);
   }
   thread_local XScratch xs;
-  const kern::Kernel k = kern::avx512_kernel(w.type);  // for the rows after the last group
+  const kern::Kernel k = kern::avx512_kernel(w.type, w.cols);  // rows after the last group
   prepare_x(k.xkind, x, n_rows, w.cols, xs);
   const kern::XPrep* preps = xs.preps.data();
   const int64_t packed = w.rows / 16 * 16;  // split_rows cuts at multiples of kRowGrain (16)
@@ -236,7 +236,7 @@ void matvec_rows(Isa isa, const MatView& w, const float* x, int64_t n_rows, floa
   if (w.layout != MatLayout::Rows) return matvec_rows_x16(isa, w, x, n_rows, y, pool);
   kern::Kernel k;
   if (isa == Isa::Avx512)
-    k = kern::avx512_kernel(w.type);
+    k = kern::avx512_kernel(w.type, w.cols);
   else if (isa == Isa::Avx2)
     k = kern::avx2_kernel(w.type);
   if (!k.rows) {

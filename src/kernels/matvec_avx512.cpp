@@ -94,11 +94,11 @@ struct KFloat512 {
 
 // ---- BF16: vdpbf16ps on pairs, x rounded to bf16 ---------------------------------------------
 //
-// Where matmul_path() is Bf16 or Amx (else BF16 takes the f32 kernels, KFloat512 and KBF16F_X16). x
-// is rounded to bf16 (nearest even, within 2^-9 |x| of x: finer than the 8-bit activations of the
-// quantized types, and what ggml and a bf16 PyTorch model do); products of bf16 values are exact in
-// f32, so one vdpbf16ps per 32 weights and activation row does the work. Columns past the last 32
-// use x as is.
+// Where matmul_path() is Bf16 and rows are whole 32-blocks (else BF16 takes the FMA kernels,
+// KFloat512 and KBF16F_X16, on x as given or rounded to bf16). x is rounded to bf16 (nearest even,
+// within 2^-9 |x| of x: finer than the 8-bit activations of the quantized types, and what ggml and
+// a bf16 PyTorch model do); products of bf16 values are exact in f32, so one vdpbf16ps per 32
+// weights and activation row does the work. Columns past the last 32 use x as is.
 
 void round_bf16(const float* x, int64_t n, uint16_t* out) {
   int64_t i = 0;
@@ -754,13 +754,14 @@ StreamWay x16_default_way(MatLayout layout, int nx) {
   });
 }
 
-Kernel avx512_kernel(DType t) {
+Kernel avx512_kernel(DType t, int64_t cols) {
   switch (t) {
     case DType::F32:
       return kernel_nx<KFloat512<L512F32, LoadF32>, 4, 2>(XKind::F32);
     case DType::F16:
       return kernel_nx<KFloat512<L512F16, LoadF16>, 4, 2>(XKind::F32);
     case DType::BF16:
+      if (cols % 32) return kernel_nx<KFloat512<L512BF16, LoadBF16>, 4, 2>(XKind::F32);
       switch (matmul_path()) {
         case MatmulPath::Bf16:
           return kernel_nx<KBF16_512, 4, 2>(XKind::BF16);

@@ -61,7 +61,9 @@ StreamWay x16_default_way(MatLayout layout, int nx);
 void round_x_bf16_avx512(const float* x, int64_t n, uint16_t* out);
 
 Kernel avx2_kernel(DType t);
-Kernel avx512_kernel(DType t);
+// The kernel for rows of `cols` columns (BF16 follows matmul_path(); rows that are not whole
+// 32-blocks take f32 arithmetic, as matmul does for them).
+Kernel avx512_kernel(DType t, int64_t cols);
 
 // Quantizes x (n a multiple of 32, resp. 256) into the given arrays (AVX2 code: call only
 // when active_isa() >= Avx2).

@@ -149,12 +149,15 @@ bool bf16_path(Isa isa, DType t, int64_t cols) {
 // back to the default choice.
 template <typename Fn>
 void for_each_path(Fn&& body) {
+  struct Restore {
+    ~Restore() { set_matmul_path(std::nullopt); }
+  } restore;
   for (MatmulPath path : {MatmulPath::F32, MatmulPath::Bf16, MatmulPath::Amx}) {
-    set_matmul_path(path);
+    set_matmul_path(path);  // Amx without AMX runs as Bf16
+    SCOPED_TRACE(std::string(matmul_path_name(matmul_path())));
     body();
     if (best_isa() != Isa::Avx512) break;
   }
-  set_matmul_path(std::nullopt);
 }
 
 void check_case(DType t, int64_t rows, int64_t cols, int64_t n, ThreadPool& pool, uint32_t seed) {
@@ -217,6 +220,7 @@ void check_case(DType t, int64_t rows, int64_t cols, int64_t n, ThreadPool& pool
 
 std::vector<int64_t> test_cols(DType t) {
   const int64_t be = dtype_info(t).block_elems;
+  if (t == DType::BF16) return {5, 300, 1030, 64, 544};  // whole 32-blocks take bf16 paths
   if (be == 1) return {5, 300, 1030};
   if (be == 32) return {32, 96, 544};
   return {256, 768};
@@ -269,6 +273,52 @@ INSTANTIATE_TEST_SUITE_P(All, MatmulTypes, ::testing::ValuesIn(kTypes),
                          [](const ::testing::TestParamInfo<DType>& i) {
                            return std::string(dtype_name(i.param));
                          });
+
+// BF16 matvecs take the arithmetic of the matmul path, so a decoding step computes what a
+// prefill does: on every path, packed (BF16_X16, read as AMX tiles as they lie) or in rows,
+// each activation row's matvec equals its row of the matmul to f32 rounding, and the matmul
+// is held to the scalar reference.
+TEST(Matmul, Bf16MatvecFollowsTheMatmulPath) {
+  ThreadPool pool(2);
+  std::mt19937 rng(11);
+  const int64_t rows = 70, n = 9;  // 4 groups of 16 and 6 rows after them
+  for (int64_t cols : {int64_t{544}, int64_t{300}}) {
+    const std::vector<uint8_t> wb = random_weights(DType::BF16, rows, cols, rng);
+    const std::vector<float> x = random_x(n * cols, rng);
+    const MatView rows_view{DType::BF16, rows, cols, wb.data(), row_bytes(DType::BF16, cols)};
+    const PackedMat packed = pack_matrix(rows_view, &pool);
+    std::vector<float> ref(static_cast<size_t>(n * rows));
+    matmul_isa(Isa::Scalar, rows_view, x.data(), n, ref.data(), pool);
+    for_each_path([&] {
+      for (const MatView& w : {rows_view, packed.view}) {
+        std::vector<float> y(ref.size()), yv(static_cast<size_t>(rows));
+        matmul(w, x.data(), n, y.data(), pool);
+        const bool bf = bf16_path(active_isa(), DType::BF16, cols);
+        for (int64_t j = 0; j < n; ++j) {
+          matvec(w, x.data() + j * cols, yv.data(), pool);
+          for (int64_t r = 0; r < rows; ++r) {
+            const std::vector<float> wr = dequant(
+                DType::BF16, w.layout == MatLayout::Rows ? w.row(r) : rows_view.row(r), cols);
+            double mag = 0, sq = 0;
+            for (int64_t c = 0; c < cols; ++c) {
+              const double p = static_cast<double>(wr[c]) * x[j * cols + c];
+              mag += std::fabs(p);
+              sq += p * p;
+            }
+            const size_t i = static_cast<size_t>(j * rows + r);
+            ASSERT_NEAR(yv[r], y[i], 1e-6 * mag + 1e-30)
+                << "cols " << cols << " layout " << static_cast<int>(w.layout) << " activation "
+                << j << " row " << r;
+            const double tol =
+                bf ? 6.0 * std::ldexp(1.0, -8) * std::sqrt(sq) + 1e-5 * mag : 1e-5 * mag + 1e-30;
+            ASSERT_NEAR(y[i], ref[i], tol)
+                << "cols " << cols << " activation " << j << " row " << r;
+          }
+        }
+      }
+    });
+  }
+}
 
 TEST(Matmul, PaddedRowStrideAndLargeN) {
   // Rows with padding between them, many activation rows (several micro-tiles and chunks).
