@@ -505,7 +505,8 @@ struct KQ6K_X16 {
 // Each lane is one row's pair of columns: vdpbf16ps against the activation pair broadcast from
 // memory (x rounded to bf16, see KBF16_512).
 
-struct KBF16_X16 {
+// The chunk shape and streaming of both BF16 interleaved kernels (KBF16_X16, KBF16F_X16).
+struct BF16X16Stream {
   static constexpr int64_t kChunkCols = 32, kChunkBytes = kBf16X16Chunk;
   // Two groups (NX = 1) prefetch 4 KiB ahead in each: at 4096x14336 (2 threads, alternating
   // builds, sustained rates) they streamed 93-99% of the bandwidth with it against 87-94%
@@ -513,15 +514,18 @@ struct KBF16_X16 {
   // (several activation rows) prefetches 2 KiB ahead.
   template <int G>
   static constexpr int64_t kPrefetchChunks = G == 1 ? 2 : 4;
-  // A chain of vdpbf16ps waits for each result: kAcc accumulators per activation row hide
-  // that. The same for every NX (outputs must not depend on it). Eight: with four, 4096x14336
-  // streamed at 50-52 GB/s against 58 with eight (alternating runs, one group at a time).
+  // A chain of vdpbf16ps (or FMA) waits for each result: kAcc accumulators per activation row
+  // hide that. The same for every NX (outputs must not depend on it). Eight: with four,
+  // 4096x14336 streamed at 50-52 GB/s against 58 with eight (alternating runs, one group).
   static constexpr int kAcc = 8;
   template <int NX>
   static constexpr int kMaxGroups = NX == 1 ? 2 : 1;
   template <int NX>
   static constexpr StreamWay kDefaultWay =
       NX == 1 ? StreamWay::TwoPrefetch : StreamWay::OnePrefetch;
+};
+
+struct KBF16_X16 : BF16X16Stream {
   template <int NX>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t b, const XPrep* xs,
                                                   __m512 (&acc)[kAcc][NX]) {
@@ -543,16 +547,7 @@ struct KBF16_X16 {
 // tiles), so decoding steps compute what a prefill does. Two vector ops and two FMAs per 64
 // bytes: on a core that issues vdpbf16ps at a quarter of the FMA rate, faster than KBF16_X16.
 
-struct KBF16F_X16 {
-  static constexpr int64_t kChunkCols = 32, kChunkBytes = kBf16X16Chunk;
-  template <int G>
-  static constexpr int64_t kPrefetchChunks = G == 1 ? 2 : 4;
-  static constexpr int kAcc = 8;  // as KBF16_X16: FMA chains wait for each result
-  template <int NX>
-  static constexpr int kMaxGroups = NX == 1 ? 2 : 1;
-  template <int NX>
-  static constexpr StreamWay kDefaultWay =
-      NX == 1 ? StreamWay::TwoPrefetch : StreamWay::OnePrefetch;
+struct KBF16F_X16 : BF16X16Stream {
   template <int NX>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t b, const XPrep* xs,
                                                   __m512 (&acc)[kAcc][NX]) {
