@@ -102,6 +102,13 @@ MatmulPath matmul_path() {
   return best_isa() == Isa::Avx512 ? matmul_internal::avx512_matmul_path() : MatmulPath::F32;
 }
 
+namespace matmul_internal {
+MatmulPath matrix_path(DType t, int64_t cols) {
+  if (t == DType::F32 || t == DType::F16 || cols % 32) return MatmulPath::F32;
+  return matmul_path();
+}
+}  // namespace matmul_internal
+
 void set_matmul_path(std::optional<MatmulPath> path) {
   if (best_isa() == Isa::Avx512) matmul_internal::avx512_set_matmul_path(path);
 }

@@ -33,6 +33,7 @@
 #include "cachet/threadpool.h"
 #include "kernels/matmul_dequant.h"
 #include "kernels/matmul_internal.h"
+#include "kernels/vecdot.h"
 
 namespace cachet::matmul_internal {
 namespace {
@@ -60,11 +61,6 @@ inline __mmask16 lanes(int64_t count) {
   if (count >= 16) return 0xFFFF;
   if (count <= 0) return 0;
   return static_cast<__mmask16>((1u << count) - 1);
-}
-
-// Weights that only the f32 path takes (the bf16 path needs whole 32-column blocks).
-bool f32_only(const MatView& w) {
-  return w.type == DType::F32 || w.type == DType::F16 || w.cols % 32;
 }
 
 // ---- micro-kernels ----------------------------------------------------------------------
@@ -342,6 +338,21 @@ void pack_bf16(const MatView& w, int64_t r0, int64_t k0, int64_t kc, uint32_t* w
 
 // ---- drivers ----------------------------------------------------------------------------
 
+// Activation rows per unit of work: all n when the panels alone give every thread at least four
+// units, else n cut into chunks of whole `unit`s (at most n / (min_units unit) chunks), so that
+// there are about that many units.
+struct Chunks {
+  int64_t chunk, count;
+};
+Chunks activation_chunks(int64_t panels, int64_t threads, int64_t n, int64_t unit,
+                         int64_t min_units) {
+  if (panels >= 4 * threads) return {n, 1};
+  const int64_t want = (4 * threads + panels - 1) / panels;
+  const int64_t chunks = std::min(want, std::max<int64_t>(1, n / (min_units * unit)));
+  const int64_t chunk = ((n + chunks - 1) / chunks + unit - 1) / unit * unit;
+  return {chunk, (n + chunk - 1) / chunk};
+}
+
 struct Plan {
   const MatView* w;
   const float* xt;     // f32 activation tiles (f32 path), else null
@@ -548,12 +559,7 @@ void to_bf16_rows(const float* x, int64_t cols, uint16_t* xb, int64_t j0, int64_
       std::memset(dst, 0, static_cast<size_t>(cols) * 2);
       continue;
     }
-    const float* src = x + j * cols;
-    for (int64_t k = 0; k < cols; k += 32) {
-      const __m512bh v =
-          _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + k + 16), _mm512_loadu_ps(src + k));
-      _mm512_storeu_si512(dst + k, (__m512i)v);
-    }
+    kern::round_x_bf16_avx512(x + j * cols, cols, dst);
   }
 }
 
@@ -561,14 +567,9 @@ void matmul_amx(const MatView& w, const float* x, int64_t n, float* y, ThreadPoo
   const int64_t padded = (n + kAmxRows - 1) / kAmxRows * kAmxRows;
   thread_local std::vector<uint16_t> xb;
   grow(xb, padded * w.cols);
-  AmxPlan p{&w, xb.data(), n, y, 1, padded};
-  const int64_t panels = (w.rows + kPanel - 1) / kPanel, threads = pool.size();
-  if (panels < 4 * threads) {  // too few panels to share: also split the activation rows
-    const int64_t want = (4 * threads + panels - 1) / panels;
-    const int64_t chunks = std::min(want, padded / kAmxRows);
-    p.chunk = (padded / kAmxRows + chunks - 1) / chunks * kAmxRows;
-    p.nchunks = (padded + p.chunk - 1) / p.chunk;
-  }
+  const int64_t panels = (w.rows + kPanel - 1) / kPanel;
+  const Chunks c = activation_chunks(panels, pool.size(), padded, kAmxRows, 1);
+  AmxPlan p{&w, xb.data(), n, y, c.count, c.chunk};
   // One reference captured (no allocation); xb.data() is the caller's buffer, as xb names each
   // thread's own.
   const struct {
@@ -670,15 +671,10 @@ MatmulPath avx512_matmul_path() {
 void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   // The pool's jobs capture only the plan (one reference), so no call allocates.
   Plan p{&w, nullptr, nullptr, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
-  const int64_t threads = pool.size();
-  if (p.panels < 4 * threads) {  // too few panels to share: also split the activation rows
-    const int64_t want = (4 * threads + p.panels - 1) / p.panels;
-    const int64_t most = std::max<int64_t>(1, n / (4 * kNb));
-    const int64_t chunks = std::min(want, most);
-    p.chunk = ((n + chunks - 1) / chunks + kNb - 1) / kNb * kNb;
-    p.nchunks = (n + p.chunk - 1) / p.chunk;
-  }
-  const MatmulPath path = f32_only(w) ? MatmulPath::F32 : avx512_matmul_path();
+  const Chunks c = activation_chunks(p.panels, pool.size(), n, kNb, 4);
+  p.chunk = c.chunk;
+  p.nchunks = c.count;
+  const MatmulPath path = matrix_path(w.type, w.cols);
   if (path == MatmulPath::Amx) return matmul_amx(w, x, n, y, pool);
   const int64_t tiles = (n + kNb - 1) / kNb;
   const bool bf = path == MatmulPath::Bf16;

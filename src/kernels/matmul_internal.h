@@ -15,6 +15,10 @@ void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, Thread
 // matmul_path() on a CPU with AVX-512 (see kernels.h).
 MatmulPath avx512_matmul_path();
 void avx512_set_matmul_path(std::optional<MatmulPath> path);
+// The arithmetic the AVX-512 matmul and matvec both use for a matrix of type t with rows of
+// `cols` values, so that steps equal prefills: F32 for F32 and F16 weights and for rows that
+// are not whole 32-blocks (the bf16 kernels take pairs in 32-blocks), else matmul_path().
+MatmulPath matrix_path(DType t, int64_t cols);
 
 // Few activation rows (n <= kMatvecRowsMax) on a SIMD path run as matvecs that share each
 // chunk of weight rows while it is in cache (matvec.cpp): the weights stream from memory once

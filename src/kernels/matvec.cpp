@@ -179,12 +179,10 @@ void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, X
       s.preps[j].f32 = x + j * n;
       s.preps[j].bf16 = bf + j * n;
     }
-  } else if (kind == kern::XKind::BF16_F32 && cols % 32 == 0) {
-    uint16_t* bf = scratch(s.bf, n);
+  } else if (kind == kern::XKind::BF16_F32) {
     float* r = scratch(s.rounded, nx * n);
     for (size_t j = 0; j < nx; ++j) {
-      kern::round_x_bf16_avx512(x + j * n, cols, bf);
-      for (size_t c = 0; c < n; ++c) r[j * n + c] = bf16_to_f32(bf[c]);
+      kern::round_x_bf16_f32_avx512(x + j * n, cols, r + j * n);
       s.preps[j].f32 = r + j * n;
     }
   } else {

@@ -15,8 +15,7 @@ enum class XKind {
   Q8_32,     // blocks of 32: int8 values, f32 scale, sum of the int8 values
   Q8_K,      // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
   BF16,      // x as given, and rounded to bf16 (for vdpbf16ps)
-  BF16_F32,  // x rounded to bf16, as f32 values (FMA with bf16 arithmetic); as given when the
-             // row is not a whole number of 32-blocks (matmul multiplies those in f32)
+  BF16_F32,  // x rounded to bf16, as f32 values (FMA with bf16 arithmetic)
 };
 
 // The prepared activation. Q8 values use a symmetric scale d = max|x| / 127 per block.
@@ -57,12 +56,14 @@ void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_
 StreamWay x16_effective_way(MatLayout layout, int nx, StreamWay way);
 StreamWay x16_default_way(MatLayout layout, int nx);
 
-// x rounded to bf16, nearest even (XKind::BF16). AVX-512 code.
+// x rounded to bf16, nearest even (XKind::BF16), and the same values as f32 (XKind::BF16_F32).
+// AVX-512 code.
 void round_x_bf16_avx512(const float* x, int64_t n, uint16_t* out);
+void round_x_bf16_f32_avx512(const float* x, int64_t n, float* out);
 
 Kernel avx2_kernel(DType t);
-// The kernel for rows of `cols` columns (BF16 follows matmul_path(); rows that are not whole
-// 32-blocks take f32 arithmetic, as matmul does for them).
+// The kernel for rows of `cols` columns (BF16 takes the arithmetic of matrix_path(), as matmul
+// does).
 Kernel avx512_kernel(DType t, int64_t cols);
 
 // Quantizes x (n a multiple of 32, resp. 256) into the given arrays (AVX2 code: call only
