@@ -86,8 +86,9 @@ bool huge_pages_wanted() {
 // pages (where it grants them only on request, as Debian's default "madvise" does). Weights
 // are read once per token from end to end: with 4 KiB pages every 4 KiB of a stream costs a
 // TLB miss, and a page walk is dear in a virtual machine. Measured on one host (2 threads,
-// `cachet bench kernels`): the streaming-read probe went from 28.6 to 33 GB/s, and Q4_K and
-// Q6_K matvecs at 4096x14336 gained more than the probe.
+// `cachet bench kernels`, with and without CACHET_HUGE_PAGES=0): the streaming-read probe went
+// from 31.7 to 35.7 GB/s, Q6_K's matvec at 4096x14336 from 23.2 to 29.2 GB/s, the other
+// types' by 1-2 GB/s.
 std::shared_ptr<void> aligned_buffer(size_t bytes) {
   const bool huge = bytes >= kHugePage && huge_pages_wanted();
   const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
