@@ -181,9 +181,12 @@ void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, X
     }
   } else if (kind == kern::XKind::BF16_F32) {
     float* r = scratch(s.rounded, nx * n);
+    uint16_t* bf = scratch(s.bf, nx * n);
     for (size_t j = 0; j < nx; ++j) {
       kern::round_x_bf16_f32_avx512(x + j * n, cols, r + j * n);
+      kern::round_x_bf16_avx512(x + j * n, cols, bf + j * n);
       s.preps[j].f32 = r + j * n;
+      s.preps[j].bf16 = bf + j * n;  // rows n apart: the A tile of the AMX kernel
     }
   } else {
     for (size_t j = 0; j < nx; ++j) s.preps[j].f32 = x + j * n;

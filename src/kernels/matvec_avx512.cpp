@@ -568,6 +568,83 @@ struct KBF16F_X16 : BF16X16Stream {
   }
 };
 
+// ---- BF16 on AMX tiles, 16 interleaved rows (the same layout) -------------------------------
+//
+// For the AMX matmul path: a 32-column chunk of a group is, as it lies, the B tile that the
+// prefill's TDPBF16PS reads (matmul_avx512.cpp), and the activation rows, rounded to bf16,
+// are an A tile of NX rows. Each output is then the prefill's bit for bit: the same bf16
+// products, summed chunk by chunk in the same order into one f32 C tile. The tiles do the
+// arithmetic, so the vector units have nothing to do but wait for the weights.
+
+struct alignas(64) MvTileConfig {
+  uint8_t palette;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+// Tiles 0-1: C (NX rows of 16 f32), 2: A (NX rows of 32 bf16), 3-4: B (16 rows of 16 pairs).
+constexpr MvTileConfig mv_tile_config(int nx) {
+  MvTileConfig c{};
+  c.palette = 1;
+  for (int t = 0; t < 5; ++t) {
+    c.colsb[t] = 64;
+    c.rows[t] = static_cast<uint8_t>(t < 3 ? nx : 16);
+  }
+  return c;
+}
+// Constants in memory: GCC 12 drops stores to a local configuration before _tile_loadconfig.
+alignas(64) constexpr MvTileConfig kMvTileConfig[4] = {mv_tile_config(1), mv_tile_config(2),
+                                                       mv_tile_config(3), mv_tile_config(4)};
+
+struct KBF16_AMX : BF16X16Stream {
+  static constexpr bool kTiles = true;
+  // No vector registers to run out of: two groups for every NX.
+  template <int NX>
+  static constexpr int kMaxGroups = 2;
+  template <int NX>
+  static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
+  // The ways that prefetch ask for a chunk's 16 lines just before its tile load, which
+  // otherwise seems to keep few of them in flight. At 4096x14336 (2 threads, alternating
+  // runs) two groups streamed 33-35 GB/s so against 30-31 with the chunk one ahead, 28-29
+  // with it four ahead and 31 for the FMA kernel; two activation rows (2048x8192) 33-34
+  // against 25 for FMA.
+  template <int G>
+  static constexpr int64_t kPrefetchChunks = 0;
+  // G groups (one or two) of rows: C tile g accumulates group g.
+  template <int G, bool PF>
+  static void run(const uint8_t* const* groups, const XPrep* xs, int64_t lda, int64_t nb,
+                  float* const* outs, int64_t ldo) {
+    // GCC 12's tile loads and stores are asm statements that do not tell the compiler they
+    // touch memory: barriers keep the activations' stores before them and y's reads after.
+    asm volatile("" ::: "memory");
+    _tile_zero(0);
+    if constexpr (G == 2) _tile_zero(1);
+    const uint16_t* xb = xs[0].bf16;
+    for (int64_t i = 0; i < nb; ++i) {
+      _tile_loadd(2, xb + 32 * i, lda);
+      const uint8_t* c0 = groups[0] + i * kChunkBytes;
+      if constexpr (PF) prefetch_chunk(c0 + kPrefetchChunks<G> * kChunkBytes, kChunkBytes);
+      _tile_loadd(3, c0, 64);
+      _tile_dpbf16ps(0, 2, 3);
+      if constexpr (G == 2) {
+        const uint8_t* c1 = groups[1] + i * kChunkBytes;
+        if constexpr (PF) prefetch_chunk(c1 + kPrefetchChunks<G> * kChunkBytes, kChunkBytes);
+        _tile_loadd(4, c1, 64);
+        _tile_dpbf16ps(1, 2, 4);
+      }
+    }
+    _tile_stored(0, outs[0], ldo * 4);
+    if constexpr (G == 2) _tile_stored(1, outs[1], ldo * 4);
+    asm volatile("" ::: "memory");
+  }
+};
+
+template <typename K>
+concept TileKernel = requires {
+  K::kTiles;
+};
+
 // An interleaved kernel K gives kChunkCols and kChunkBytes (one chunk of a group of 16 rows),
 // kAcc accumulators per activation row, kMaxGroups<NX> (groups it can read side by side: its
 // accumulators must fit in registers), kDefaultWay<NX> (the StreamWay used until one has been
@@ -604,6 +681,8 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
 }
 
 // Rows [r0, r1) (whole groups) as G parts read side by side, then the groups left.
+// Tile kernels (TileKernel) hold the tile configuration of NX rows for the call: the
+// activation rows' bf16 values lie one after another, w.cols apart (prepare_x).
 template <typename K, int NX, int G, bool PF>
 void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
                    int64_t r1) {
@@ -611,6 +690,13 @@ void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int
   const size_t group_bytes = w.row_stride * kX16Rows;
   const auto* base = static_cast<const uint8_t*>(w.data);
   auto group = [&](int64_t r) { return base + (r / kX16Rows) * group_bytes; };
+  auto run = [&]<int GG>(const uint8_t* const* gs, float* const* outs) {
+    if constexpr (TileKernel<K>)
+      K::template run<GG, PF>(gs, xs, w.cols * 2, nb, outs, ldy);
+    else
+      run_groups<K, GG, PF, NX>(gs, xs, nb, outs, ldy);
+  };
+  if constexpr (TileKernel<K>) _tile_loadconfig(&kMvTileConfig[NX - 1]);
   const int64_t part = (r1 - r0) / kX16Rows / G * kX16Rows;
   for (int64_t i = 0; i < part; i += kX16Rows) {
     const uint8_t* gs[G];
@@ -619,13 +705,14 @@ void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int
       gs[g] = group(r0 + g * part + i);
       outs[g] = y + r0 + g * part + i;
     }
-    run_groups<K, G, PF, NX>(gs, xs, nb, outs, ldy);
+    run.template operator()<G>(gs, outs);
   }
   for (int64_t r = r0 + G * part; r < r1; r += kX16Rows) {
     const uint8_t* g = group(r);
     float* out = y + r;
-    run_groups<K, 1, PF, NX>(&g, xs, nb, &out, ldy);
+    run.template operator()<1>(&g, &out);
   }
+  if constexpr (TileKernel<K>) _tile_release();
 }
 
 // The way kernel K takes for NX activation rows when asked for `way`: two groups only where
@@ -683,7 +770,14 @@ auto with_x16_kernel(MatLayout layout, Fn&& fn) {
     case MatLayout::Q8_0_X16:
       return fn.template operator()<KQ8_0_X16>();
     case MatLayout::BF16_X16:  // the arithmetic of the matmul path, so steps equal prefills
-      if (matmul_path() == MatmulPath::Bf16) return fn.template operator()<KBF16_X16>();
+      switch (matmul_path()) {
+        case MatmulPath::Bf16:
+          return fn.template operator()<KBF16_X16>();
+        case MatmulPath::Amx:
+          return fn.template operator()<KBF16_AMX>();
+        case MatmulPath::F32:
+          break;
+      }
       return fn.template operator()<KBF16F_X16>();
     case MatLayout::Rows:
       break;

@@ -15,7 +15,7 @@ enum class XKind {
   Q8_32,     // blocks of 32: int8 values, f32 scale, sum of the int8 values
   Q8_K,      // blocks of 256: int8 values, f32 scale, int16 sums of each 16 values
   BF16,      // x as given, and rounded to bf16 (for vdpbf16ps)
-  BF16_F32,  // x rounded to bf16, as f32 values (FMA with bf16 arithmetic)
+  BF16_F32,  // x rounded to bf16, as f32 values (FMA with bf16 arithmetic), and as bf16
 };
 
 // The prepared activation. Q8 values use a symmetric scale d = max|x| / 127 per block.

@@ -320,6 +320,37 @@ TEST(Matmul, Bf16MatvecFollowsTheMatmulPath) {
   }
 }
 
+// On the AMX path, the rows of whole BF16_X16 groups go through the prefill's tiles in
+// decoding steps too (1 to 4 activation rows at once): the same products summed in the same
+// order, so each output equals the matmul's bit for bit.
+TEST(Matmul, AmxBf16StepsEqualPrefillExactly) {
+  if (!amx_bf16_usable() || best_isa() != Isa::Avx512) GTEST_SKIP() << "no AMX-BF16";
+  struct Restore {
+    ~Restore() { set_matmul_path(std::nullopt); }
+  } restore;
+  set_matmul_path(MatmulPath::Amx);
+  ThreadPool pool(2);
+  std::mt19937 rng(12);
+  const int64_t rows = 70, cols = 544, n = 40;  // 4 groups of 16 rows; n > kMatvecRowsMax
+  const std::vector<uint8_t> wb = random_weights(DType::BF16, rows, cols, rng);
+  const std::vector<float> x = random_x(n * cols, rng);
+  const MatView rows_view{DType::BF16, rows, cols, wb.data(), row_bytes(DType::BF16, cols)};
+  const PackedMat packed = pack_matrix(rows_view, &pool);
+  ASSERT_EQ(packed.view.layout, MatLayout::BF16_X16);
+  std::vector<float> y(static_cast<size_t>(n * rows));
+  matmul(packed.view, x.data(), n, y.data(), pool);
+  for (int64_t nx = 1; nx <= 4; ++nx) {
+    std::vector<float> ys(static_cast<size_t>(nx * rows));
+    for (int64_t j0 = 0; j0 + nx <= n; j0 += 7) {
+      matmul(packed.view, x.data() + j0 * cols, nx, ys.data(), pool);
+      for (int64_t j = 0; j < nx; ++j)
+        for (int64_t r = 0; r < rows / 16 * 16; ++r)
+          ASSERT_EQ(ys[j * rows + r], y[(j0 + j) * rows + r])
+              << nx << " rows at once, activation " << j0 + j << " row " << r;
+    }
+  }
+}
+
 TEST(Matmul, PaddedRowStrideAndLargeN) {
   // Rows with padding between them, many activation rows (several micro-tiles and chunks).
   ThreadPool pool(2);
