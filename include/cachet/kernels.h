@@ -43,17 +43,17 @@ struct MatView {
 };
 
 // How the AVX-512 kernels of the X16 layouts read a matrix's groups of 16 rows from memory:
-// one group at a time or two side by side, with software prefetching or with the hardware
-// prefetcher alone. Which streams fastest depends on the kernel and on the machine and its
-// load, so by default each (layout, number of activation rows) measures its ways on its first
-// large products, keeps the fastest and measures again now and then. The outputs are the same
-// whatever the way.
-enum class StreamWay : uint8_t { One, OnePrefetch, Two, TwoPrefetch };
-constexpr int kStreamWays = 4;
+// one group at a time, two side by side (with software prefetching or with the hardware
+// prefetcher alone) or four side by side (kernels with few accumulators). Which streams fastest
+// depends on the kernel and on the machine and its load, so by default each (layout, number of
+// activation rows) measures its ways on its first large products, keeps the fastest and measures
+// again now and then. The outputs are the same whatever the way.
+enum class StreamWay : uint8_t { One, OnePrefetch, Two, TwoPrefetch, Four };
+constexpr int kStreamWays = 5;
 std::string_view stream_way_name(StreamWay way);  // "1 group", "1 group + prefetch", ...
 // Every later product uses `way` (where its kernel can: see x16 kernels), or, with nullopt,
-// measures as described above. The environment can set it too: CACHET_STREAM=1, 1p, 2, 2p or
-// auto (the default).
+// measures as described above. The environment can set it too: CACHET_STREAM=1, 1p, 2, 2p, 4
+// or auto (the default).
 void set_stream_way(std::optional<StreamWay> way);
 // The way products of this layout with nx activation rows take now, and whether it was chosen
 // by measurement (false: the kernel's default, or a way set by set_stream_way / CACHET_STREAM).

@@ -87,9 +87,11 @@ void rows_scalar(const MatView& w, const float* x, float* y, int64_t r0, int64_t
 }
 
 // Runs fn(begin, end) over [0, rows) in chunks of whole kRowGrain units, about kChunkBytes of
-// weights each, that the pool's running threads claim one at a time.
+// weights each, that the pool's running threads claim one at a time. Chunks hold a multiple of
+// `multiple` units (the groups an X16 kernel reads side by side), so that no group of a chunk
+// is left to be read alone.
 template <typename Fn>
-void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn) {
+void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn, int64_t multiple = 1) {
   const size_t bytes = static_cast<size_t>(w.rows) * w.row_stride;
   if (pool.size() == 1 || w.rows <= kRowGrain || bytes < kMinParallelBytes) {
     fn(int64_t{0}, w.rows);
@@ -99,8 +101,9 @@ void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn) {
   const size_t unit_bytes = std::max<size_t>(1, static_cast<size_t>(kRowGrain) * w.row_stride);
   const int64_t per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / unit_bytes));
   // At least two chunks per thread, so a slow thread can hand work over.
-  const int64_t chunk_units =
+  int64_t chunk_units =
       std::min(per_chunk, std::max<int64_t>(1, units / (2 * static_cast<int64_t>(pool.size()))));
+  chunk_units = std::max(multiple, chunk_units / multiple * multiple);
   const int64_t chunk_rows = chunk_units * kRowGrain;
   const int64_t chunks = (w.rows + chunk_rows - 1) / chunk_rows;
   const auto chunk = [&](int64_t c) { fn(c * chunk_rows, std::min(w.rows, (c + 1) * chunk_rows)); };
@@ -214,14 +217,18 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
   const kern::StreamPick pick = kern::pick_stream_way(w.layout, nx, bytes);
   const auto start =
       pick.measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  split_rows(w, pool, [&](int64_t b, int64_t e) {
-    const int64_t pe = std::min(e, packed);
-    if (b < pe) kern::x16_rows_avx512(w, preps, nx, y, w.rows, b, pe, pick.way);
-    const int64_t t0 = std::max(b, pe);
-    if (t0 >= e) return;
-    if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);
-    k.multi[n_rows - 2](w, preps, y, w.rows, t0, e);
-  });
+  const int64_t side_by_side = pick.way == StreamWay::Four ? 4 : 2;
+  split_rows(
+      w, pool,
+      [&](int64_t b, int64_t e) {
+        const int64_t pe = std::min(e, packed);
+        if (b < pe) kern::x16_rows_avx512(w, preps, nx, y, w.rows, b, pe, pick.way);
+        const int64_t t0 = std::max(b, pe);
+        if (t0 >= e) return;
+        if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);
+        k.multi[n_rows - 2](w, preps, y, w.rows, t0, e);
+      },
+      side_by_side);
   if (pick.measure)
     kern::report_stream_time(
         w.layout, nx, pick.way, bytes,

@@ -58,7 +58,8 @@ constexpr struct {
 } kWayNames[kStreamWays] = {{"1", "1 group"},
                             {"1p", "1 group + prefetch"},
                             {"2", "2 groups"},
-                            {"2p", "2 groups + prefetch"}};
+                            {"2p", "2 groups + prefetch"},
+                            {"4", "4 groups"}};
 
 std::optional<StreamWay> parse_env() {
   const char* v = std::getenv("CACHET_STREAM");
@@ -67,7 +68,7 @@ std::optional<StreamWay> parse_env() {
   if (s == "auto") return std::nullopt;
   for (int w = 0; w < kStreamWays; ++w)
     if (s == kWayNames[w].code) return static_cast<StreamWay>(w);
-  fail("CACHET_STREAM='", s, "': expected 1, 1p, 2, 2p or auto");
+  fail("CACHET_STREAM='", s, "': expected 1, 1p, 2, 2p, 4 or auto");
 }
 
 class Tuner {

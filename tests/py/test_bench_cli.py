@@ -70,7 +70,7 @@ def bench_kernels(cachet, res):
              for l in lines)
     res.check("matmul path line", ok, "" if ok else out)
     if lines and lines[0].endswith("isa: avx512"):  # the interleaved layouts: a stream way
-        ways = r"(1 group|1 group \+ prefetch|2 groups|2 groups \+ prefetch)"
+        ways = r"(1 group|1 group \+ prefetch|2 groups|2 groups \+ prefetch|4 groups)"
         ok = any(re.fullmatch(rf"stream Q8_0: {ways} \((the fastest measured|not measured)\)",
                               l) for l in lines)
         res.check("stream way line", ok, "" if ok else out)

@@ -199,7 +199,7 @@ TEST(Repack, PackedMatmulEqualsRowMatmul) {
   }
 }
 
-// Every StreamWay (one or two groups side by side, with or without prefetching) computes the
+// Every StreamWay (one, two or four groups side by side, with or without prefetching) computes the
 // same outputs bit for bit, for one to four activation rows; and a way that a kernel cannot
 // take (two groups where its accumulators would not fit) falls back to one it can.
 TEST(Repack, EveryStreamWayGivesTheSameOutputs) {
