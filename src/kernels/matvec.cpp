@@ -86,10 +86,12 @@ void rows_scalar(const MatView& w, const float* x, float* y, int64_t r0, int64_t
   }
 }
 
-// Runs fn(begin, end) over [0, rows) in chunks of whole kRowGrain units, about kChunkBytes of
-// weights each, that the pool's running threads claim one at a time. Chunks hold a multiple of
-// `multiple` units (the groups an X16 kernel reads side by side), so that no group of a chunk
-// is left to be read alone.
+// Runs fn(begin, end) over [0, rows) in chunks of whole kRowGrain units that the pool's running
+// threads claim one at a time. Chunks start at about kChunkBytes of weights and shrink as the
+// work left does (to a share of it per thread, down to a quarter of the first size), so the
+// threads finish close together: the last chunk one thread takes while the other has nothing
+// left is small. Chunks hold a multiple of `multiple` units (the groups an X16 kernel reads
+// side by side), so that no group of a chunk is left to be read alone.
 template <typename Fn>
 void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn, int64_t multiple = 1) {
   const size_t bytes = static_cast<size_t>(w.rows) * w.row_stride;
@@ -100,14 +102,23 @@ void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn, int64_t multip
   const int64_t units = (w.rows + kRowGrain - 1) / kRowGrain;
   const size_t unit_bytes = std::max<size_t>(1, static_cast<size_t>(kRowGrain) * w.row_stride);
   const int64_t per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / unit_bytes));
+  const int64_t threads = static_cast<int64_t>(pool.size());
+  auto whole = [multiple](int64_t u) { return std::max(multiple, u / multiple * multiple); };
   // At least two chunks per thread, so a slow thread can hand work over.
-  int64_t chunk_units =
-      std::min(per_chunk, std::max<int64_t>(1, units / (2 * static_cast<int64_t>(pool.size()))));
-  chunk_units = std::max(multiple, chunk_units / multiple * multiple);
-  const int64_t chunk_rows = chunk_units * kRowGrain;
-  const int64_t chunks = (w.rows + chunk_rows - 1) / chunk_rows;
-  const auto chunk = [&](int64_t c) { fn(c * chunk_rows, std::min(w.rows, (c + 1) * chunk_rows)); };
-  pool.for_chunks(chunks, std::cref(chunk));  // by reference: no allocation per call
+  const int64_t first = whole(std::min(per_chunk, std::max<int64_t>(1, units / (2 * threads))));
+  const int64_t least = whole((first + 3) / 4);
+  thread_local std::vector<int64_t> starts;  // grow-only: no allocation once warm
+  starts.clear();
+  for (int64_t u = 0; u < units;) {
+    starts.push_back(u);
+    u += std::clamp(whole((units - u) / (2 * threads)), least, first);
+  }
+  starts.push_back(units);
+  const int64_t* s = starts.data();
+  const auto chunk = [&](int64_t c) {
+    fn(s[c] * kRowGrain, std::min(w.rows, s[c + 1] * kRowGrain));
+  };
+  pool.for_chunks(static_cast<int64_t>(starts.size()) - 1, std::cref(chunk));
 }
 
 }  // namespace
