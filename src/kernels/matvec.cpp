@@ -219,7 +219,9 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
     return matvec_rows(isa, rows.view, x, n_rows, y, pool);
   }
   thread_local XScratch xs;
-  const kern::Kernel k = kern::avx512_kernel(w.type, w.cols);  // rows after the last group
+  // One reading of the path decides both how x is prepared and which kernels run.
+  const MatmulPath path = matmul_internal::matrix_path(w.type, w.cols);
+  const kern::Kernel k = kern::avx512_kernel(w.type, w.cols, path);  // rows after the last group
   prepare_x(k.xkind, x, n_rows, w.cols, xs);
   const kern::XPrep* preps = xs.preps.data();
   const int64_t packed = w.rows / 16 * 16;  // split_rows cuts at multiples of kRowGrain (16)
@@ -233,7 +235,7 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
       w, pool,
       [&](int64_t b, int64_t e) {
         const int64_t pe = std::min(e, packed);
-        if (b < pe) kern::x16_rows_avx512(w, preps, nx, y, w.rows, b, pe, pick.way);
+        if (b < pe) kern::x16_rows_avx512(w, preps, nx, y, w.rows, b, pe, pick.way, path);
         const int64_t t0 = std::max(b, pe);
         if (t0 >= e) return;
         if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);

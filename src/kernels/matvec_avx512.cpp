@@ -769,9 +769,10 @@ auto with_nx(int nx, Fn&& fn) {
   }
 }
 
-// fn.template operator()<K>() for the kernel of an X16 layout (K = void for Rows).
+// fn.template operator()<K>() for the kernel of an X16 layout (K = void for Rows); BF16 by the
+// arithmetic of `path`.
 template <typename Fn>
-auto with_x16_kernel(MatLayout layout, Fn&& fn) {
+auto with_x16_kernel(MatLayout layout, MatmulPath path, Fn&& fn) {
   switch (layout) {
     case MatLayout::Q4K_X16:
       return fn.template operator()<KQ4K_X16>();
@@ -780,7 +781,7 @@ auto with_x16_kernel(MatLayout layout, Fn&& fn) {
     case MatLayout::Q8_0_X16:
       return fn.template operator()<KQ8_0_X16>();
     case MatLayout::BF16_X16:  // the arithmetic of the matmul path, so steps equal prefills
-      switch (matmul_path()) {
+      switch (path) {
         case MatmulPath::Bf16:
           return fn.template operator()<KBF16_X16>();
         case MatmulPath::Amx:
@@ -843,15 +844,15 @@ void round_x_bf16_f32_avx512(const float* x, int64_t n, float* out) {
 }
 
 void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
-                     int64_t r1, StreamWay way) {
-  with_x16_kernel(w.layout, [&]<typename K>() {
+                     int64_t r1, StreamWay way, MatmulPath path) {
+  with_x16_kernel(w.layout, path, [&]<typename K>() {
     if constexpr (!std::is_void_v<K>)
       with_nx(nx, [&]<int NX>() { x16_rows_nx<K, NX>(w, xs, y, ldy, r0, r1, way); });
   });
 }
 
 StreamWay x16_effective_way(MatLayout layout, int nx, StreamWay way) {
-  return with_x16_kernel(layout, [&]<typename K>() {
+  return with_x16_kernel(layout, matmul_path(), [&]<typename K>() {
     if constexpr (std::is_void_v<K>)
       return way;
     else
@@ -860,7 +861,7 @@ StreamWay x16_effective_way(MatLayout layout, int nx, StreamWay way) {
 }
 
 StreamWay x16_default_way(MatLayout layout, int nx) {
-  return with_x16_kernel(layout, [&]<typename K>() {
+  return with_x16_kernel(layout, matmul_path(), [&]<typename K>() {
     if constexpr (std::is_void_v<K>)
       return StreamWay::One;
     else
@@ -869,13 +870,18 @@ StreamWay x16_default_way(MatLayout layout, int nx) {
 }
 
 Kernel avx512_kernel(DType t, int64_t cols) {
+  return avx512_kernel(t, cols, matmul_internal::matrix_path(t, cols));
+}
+
+Kernel avx512_kernel(DType t, int64_t cols, MatmulPath path) {
   switch (t) {
     case DType::F32:
       return kernel_nx<KFloat512<L512F32, LoadF32>, 4, 2>(XKind::F32);
     case DType::F16:
       return kernel_nx<KFloat512<L512F16, LoadF16>, 4, 2>(XKind::F32);
     case DType::BF16:
-      switch (matmul_internal::matrix_path(t, cols)) {
+      if (cols % 32) path = MatmulPath::F32;  // as matrix_path: f32 unless whole 32-blocks
+      switch (path) {
         case MatmulPath::Bf16:
           return kernel_nx<KBF16_512, 4, 2>(XKind::BF16);
         case MatmulPath::Amx:  // FMA on bf16-rounded x: the arithmetic of the tiles

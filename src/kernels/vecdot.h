@@ -47,9 +47,10 @@ struct Kernel {
 // Rows [r0, r1) (whole groups of 16) of a matrix in one of the X16 layouts (MatLayout) for nx
 // (1..4) activation rows prepared as the row kernel of its type wants them (avx512_kernel):
 // y[j * ldy + r], streamed the given way (the outputs are the same for every way). AVX-512
-// code: call only when active_isa() is Avx512.
+// code: call only when active_isa() is Avx512. BF16 takes the arithmetic of `path`: the
+// matrix_path() that chose the row kernel and so how xs was prepared.
 void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
-                     int64_t r1, StreamWay way);
+                     int64_t r1, StreamWay way, MatmulPath path);
 // The way x16_rows_avx512 takes for a layout and nx when asked for `way` (two groups become
 // one where the kernel's accumulators would not fit in registers), and the way a kernel uses
 // before any has been measured. Compiled as AVX-512 code: the same condition.
@@ -63,8 +64,9 @@ void round_x_bf16_f32_avx512(const float* x, int64_t n, float* out);
 
 Kernel avx2_kernel(DType t);
 // The kernel for rows of `cols` columns (BF16 takes the arithmetic of matrix_path(), as matmul
-// does).
+// does, or of the path given).
 Kernel avx512_kernel(DType t, int64_t cols);
+Kernel avx512_kernel(DType t, int64_t cols, MatmulPath path);
 
 // Quantizes x (n a multiple of 32, resp. 256) into the given arrays (AVX2 code: call only
 // when active_isa() >= Avx2).
