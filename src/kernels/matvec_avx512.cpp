@@ -610,7 +610,7 @@ struct KBF16_AMX : BF16X16Stream {
   static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
   // The ways that prefetch ask for a chunk's 16 lines just before its tile load, which
   // otherwise seems to keep few of them in flight. At 4096x14336 (2 threads, alternating
-  // runs) two groups streamed 33-35 GB/s so against 30-31 with the chunk one ahead, 28-29
+  // runs) two groups streamed 33-35 GB/s so, against 30-31 with the chunk one ahead, 28-29
   // with it four ahead and 31 for the FMA kernel; two activation rows (2048x8192) 33-34
   // against 25 for FMA.
   template <int G>
