@@ -206,6 +206,13 @@ def engine_checks(res, cachet, workdir, quick):
     compare_model(res, cachet, "tiny256_f32", t256, r256, TOL_F32,
                   ["prefill", "step"] if quick else ["prefill", "step", "chunk:7"], toks256)
 
+    # A window of 300 keys on 605 tokens: the ring of keys and values wraps around twice, and
+    # steps split each query's heads over the threads where a prefill does not.
+    lw = make_tiny_rg.make("tiny_longwin", os.path.join(models, "tiny_longwin"), seed=5)
+    rlw = RecurrentGemma.load(lw, torch.float64)
+    compare_model(res, cachet, "tiny_longwin_f32", lw, rlw, TOL_F32, ["prefill", "step"],
+                  test_sequence(rlw.cfg.vocab_size, 200))
+
     # Grouped-query attention (num_key_value_heads = 2): optional for the engine.
     gqa = make_tiny_rg.make("tiny_gqa", os.path.join(models, "tiny_gqa"), seed=0)
     rg = RecurrentGemma.load(gqa, torch.float64)

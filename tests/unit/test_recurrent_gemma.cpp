@@ -109,6 +109,22 @@ TEST(RecurrentGemma, LongPrefillBeyondInternalPassSize) {
   EXPECT_LE(max_diff(ref, got), 1e-4f);
 }
 
+TEST(RecurrentGemma, LongWindowStepsAgreeAcrossThreadCounts) {
+  // A long window: decoding steps split a query's heads over two threads, so one and two
+  // threads must give the same floats, and steps agree with a prefill.
+  auto c = tiny_config();
+  c.attention_window_size = 600;
+  const auto toks = seq(700, 64);
+  ThreadPool two(2);
+  auto m1 = tiny_model(c);
+  auto m2 = make_recurrent_gemma(random_recurrent_gemma_files(c, 1, 0.2f), &two);
+  State a = m1->new_state(), b = m2->new_state(), p = m2->new_state();
+  const auto one_thread = run_chunks(*m1, a, toks, 1);
+  const auto two_threads = run_chunks(*m2, b, toks, 1);
+  EXPECT_EQ(one_thread, two_threads);
+  EXPECT_LE(max_diff(run_chunks(*m2, p, toks, 0), two_threads), 1e-4f);
+}
+
 TEST(RecurrentGemma, PositionDependence) {
   // The same token at different positions gives different logits (RoPE, recurrence).
   auto m = tiny_model();
