@@ -450,17 +450,8 @@ void to_bf16_tiles(const float* x, int64_t n, int64_t cols, uint32_t* xb, int64_
 
 constexpr int64_t kAmxRows = 32;  // activation rows per block (two A tiles)
 
-struct alignas(64) TileConfig {
-  uint8_t palette;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-// Every tile 16 rows of 64 bytes. A constant in memory: GCC 12 drops stores to a local
-// configuration before _tile_loadconfig as if they were dead.
-alignas(64) constexpr TileConfig kTileConfig{
-    1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+// Eight tiles of 16 rows of 64 bytes (TileConfig).
+constexpr TileConfig kTileConfig = tile_config(8, 0, 16);
 
 // The configuration is per thread: loaded for each unit of work and released after it, so
 // that no other user of the tiles on the thread is disturbed and idle threads carry no tile

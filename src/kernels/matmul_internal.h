@@ -20,6 +20,26 @@ void avx512_set_matmul_path(std::optional<MatmulPath> path);
 // are not whole 32-blocks (the bf16 kernels take pairs in 32-blocks), else matmul_path().
 MatmulPath matrix_path(DType t, int64_t cols);
 
+// An AMX tile configuration (palette 1): tile t has rows[t] rows of colsb[t] bytes. The
+// kernels keep theirs as constants in memory (GCC 12 drops stores to a local configuration
+// before _tile_loadconfig as if they were dead).
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+// Tiles [0, n) of 64-byte rows: `rows` rows for tiles [0, short_tiles), 16 for the others.
+constexpr TileConfig tile_config(int n, int short_tiles, int rows) {
+  TileConfig c;
+  for (int t = 0; t < n; ++t) {
+    c.colsb[t] = 64;
+    c.rows[t] = static_cast<uint8_t>(t < short_tiles ? rows : 16);
+  }
+  return c;
+}
+
 // Few activation rows (n <= kMatvecRowsMax) on a SIMD path run as matvecs that share each
 // chunk of weight rows while it is in cache (matvec.cpp): the weights stream from memory once
 // and every output equals matvec's for that activation row. Arguments as for matmul_isa.

@@ -580,26 +580,10 @@ struct KBF16F_X16 : BF16X16Stream {
 // products, summed chunk by chunk in the same order into one f32 C tile. The tiles do the
 // arithmetic, so the vector units have nothing to do but wait for the weights.
 
-struct alignas(64) MvTileConfig {
-  uint8_t palette;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
 // Tiles 0-1: C (NX rows of 16 f32), 2: A (NX rows of 32 bf16), 3-4: B (16 rows of 16 pairs).
-constexpr MvTileConfig mv_tile_config(int nx) {
-  MvTileConfig c{};
-  c.palette = 1;
-  for (int t = 0; t < 5; ++t) {
-    c.colsb[t] = 64;
-    c.rows[t] = static_cast<uint8_t>(t < 3 ? nx : 16);
-  }
-  return c;
-}
-// Constants in memory: GCC 12 drops stores to a local configuration before _tile_loadconfig.
-alignas(64) constexpr MvTileConfig kMvTileConfig[4] = {mv_tile_config(1), mv_tile_config(2),
-                                                       mv_tile_config(3), mv_tile_config(4)};
+using matmul_internal::tile_config;
+constexpr matmul_internal::TileConfig kMvTileConfig[4] = {
+    tile_config(5, 3, 1), tile_config(5, 3, 2), tile_config(5, 3, 3), tile_config(5, 3, 4)};
 
 struct KBF16_AMX : BF16X16Stream {
   static constexpr bool kTiles = true;
