@@ -197,8 +197,7 @@ void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, X
     float* r = scratch(s.rounded, nx * n);
     uint16_t* bf = scratch(s.bf, nx * n);
     for (size_t j = 0; j < nx; ++j) {
-      kern::round_x_bf16_f32_avx512(x + j * n, cols, r + j * n);
-      kern::round_x_bf16_avx512(x + j * n, cols, bf + j * n);
+      kern::round_x_bf16_f32_avx512(x + j * n, cols, bf + j * n, r + j * n);
       s.preps[j].f32 = r + j * n;
       s.preps[j].bf16 = bf + j * n;  // rows n apart: the A tile of the AMX kernel
     }
@@ -221,7 +220,7 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
   thread_local XScratch xs;
   // One reading of the path decides both how x is prepared and which kernels run.
   const MatmulPath path = matmul_internal::matrix_path(w.type, w.cols);
-  const kern::Kernel k = kern::avx512_kernel(w.type, w.cols, path);  // rows after the last group
+  const kern::Kernel k = kern::avx512_kernel(w.type, path);  // rows after the last group
   prepare_x(k.xkind, x, n_rows, w.cols, xs);
   const kern::XPrep* preps = xs.preps.data();
   const int64_t packed = w.rows / 16 * 16;  // split_rows cuts at multiples of kRowGrain (16)

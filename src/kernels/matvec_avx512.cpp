@@ -3,7 +3,7 @@
 #define CACHET_VECDOT_VNNI 1
 #include <type_traits>
 
-#include "cachet/half.h"
+#include "kernels/matmul_dequant.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/repack.h"
 #include "kernels/vecdot_256.h"
@@ -814,17 +814,9 @@ void round_x_bf16_avx512(const float* x, int64_t n, uint16_t* out) {
   round_bf16(x, n, out);
 }
 
-void round_x_bf16_f32_avx512(const float* x, int64_t n, float* out) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {  // the rounded value is the bf16 in the high half of an f32
-    const __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i));
-    _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
-  }
-  if (i < n) {
-    uint16_t h[16];
-    round_bf16(x + i, n - i, h);
-    for (int64_t k = 0; i + k < n; ++k) out[i + k] = bf16_to_f32(h[k]);
-  }
+void round_x_bf16_f32_avx512(const float* x, int64_t n, uint16_t* bf, float* out) {
+  round_bf16(x, n, bf);
+  matmul_internal::to_f32(DType::BF16, reinterpret_cast<const uint8_t*>(bf), 0, n, out);
 }
 
 void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
@@ -854,17 +846,16 @@ StreamWay x16_default_way(MatLayout layout, int nx) {
 }
 
 Kernel avx512_kernel(DType t, int64_t cols) {
-  return avx512_kernel(t, cols, matmul_internal::matrix_path(t, cols));
+  return avx512_kernel(t, matmul_internal::matrix_path(t, cols));
 }
 
-Kernel avx512_kernel(DType t, int64_t cols, MatmulPath path) {
+Kernel avx512_kernel(DType t, MatmulPath path) {
   switch (t) {
     case DType::F32:
       return kernel_nx<KFloat512<L512F32, LoadF32>, 4, 2>(XKind::F32);
     case DType::F16:
       return kernel_nx<KFloat512<L512F16, LoadF16>, 4, 2>(XKind::F32);
     case DType::BF16:
-      if (cols % 32) path = MatmulPath::F32;  // as matrix_path: f32 unless whole 32-blocks
       switch (path) {
         case MatmulPath::Bf16:
           return kernel_nx<KBF16_512, 4, 2>(XKind::BF16);

@@ -57,16 +57,16 @@ void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_
 StreamWay x16_effective_way(MatLayout layout, int nx, StreamWay way);
 StreamWay x16_default_way(MatLayout layout, int nx);
 
-// x rounded to bf16, nearest even (XKind::BF16), and the same values as f32 (XKind::BF16_F32).
-// AVX-512 code.
+// x rounded to bf16, nearest even (XKind::BF16); and also the same values as f32
+// (XKind::BF16_F32). AVX-512 code.
 void round_x_bf16_avx512(const float* x, int64_t n, uint16_t* out);
-void round_x_bf16_f32_avx512(const float* x, int64_t n, float* out);
+void round_x_bf16_f32_avx512(const float* x, int64_t n, uint16_t* bf, float* out);
 
 Kernel avx2_kernel(DType t);
-// The kernel for rows of `cols` columns (BF16 takes the arithmetic of matrix_path(), as matmul
-// does, or of the path given).
+// The kernel for rows of `cols` columns: BF16 takes the arithmetic of matrix_path(), as matmul
+// does (or of the path given, a matrix_path() result).
 Kernel avx512_kernel(DType t, int64_t cols);
-Kernel avx512_kernel(DType t, int64_t cols, MatmulPath path);
+Kernel avx512_kernel(DType t, MatmulPath path);
 
 // Quantizes x (n a multiple of 32, resp. 256) into the given arrays (AVX2 code: call only
 // when active_isa() >= Avx2).
