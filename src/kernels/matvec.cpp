@@ -229,7 +229,6 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
   const kern::StreamPick pick = kern::pick_stream_way(w.layout, nx, bytes);
   const auto start =
       pick.measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const int64_t side_by_side = pick.way == StreamWay::Four ? 4 : 2;
   split_rows(
       w, pool,
       [&](int64_t b, int64_t e) {
@@ -240,7 +239,7 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
         if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);
         k.multi[n_rows - 2](w, preps, y, w.rows, t0, e);
       },
-      side_by_side);
+      kern::stream_way_groups(pick.way));
   if (pick.measure)
     kern::report_stream_time(
         w.layout, nx, pick.way, bytes,

@@ -56,6 +56,18 @@ void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_
 // before any has been measured. Compiled as AVX-512 code: the same condition.
 StreamWay x16_effective_way(MatLayout layout, int nx, StreamWay way);
 StreamWay x16_default_way(MatLayout layout, int nx);
+// The groups of 16 rows a way reads side by side.
+constexpr int64_t stream_way_groups(StreamWay way) {
+  switch (way) {
+    case StreamWay::Two:
+    case StreamWay::TwoPrefetch:
+      return 2;
+    case StreamWay::Four:
+      return 4;
+    default:
+      return 1;
+  }
+}
 
 // x rounded to bf16, nearest even (XKind::BF16); and also the same values as f32
 // (XKind::BF16_F32). AVX-512 code.
