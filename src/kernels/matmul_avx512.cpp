@@ -355,8 +355,8 @@ Chunks activation_chunks(int64_t panels, int64_t threads, int64_t n, int64_t uni
 
 struct Plan {
   const MatView* w;
-  const float* xt;     // f32 activation tiles (f32 path), else null
-  const uint32_t* xb;  // bf16-pair activation tiles (bf16 path), else null
+  float* xt;     // f32 activation tiles (f32 path), else null
+  uint32_t* xb;  // bf16-pair activation tiles (bf16 path), else null
   int64_t n;
   float* y;
   int64_t panels, chunk, nchunks;
@@ -661,12 +661,12 @@ MatmulPath avx512_matmul_path() {
 
 void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   // The pool's jobs capture only the plan (one reference), so no call allocates.
+  const MatmulPath path = matrix_path(w.type, w.cols);
+  if (path == MatmulPath::Amx) return matmul_amx(w, x, n, y, pool);
   Plan p{&w, nullptr, nullptr, n, y, (w.rows + kPanel - 1) / kPanel, n, 1};
   const Chunks c = activation_chunks(p.panels, pool.size(), n, kNb, 4);
   p.chunk = c.chunk;
   p.nchunks = c.count;
-  const MatmulPath path = matrix_path(w.type, w.cols);
-  if (path == MatmulPath::Amx) return matmul_amx(w, x, n, y, pool);
   const int64_t tiles = (n + kNb - 1) / kNb;
   const bool bf = path == MatmulPath::Bf16;
   thread_local std::vector<float> xt;
@@ -684,9 +684,9 @@ void matmul_avx512(const MatView& w, const float* x, int64_t n, float* y, Thread
     int64_t t0, t1;
     ThreadPool::split(p.tiles, 1, i, k, &t0, &t1);
     if (p.xb)
-      to_bf16_tiles(p.x, p.n, p.w->cols, const_cast<uint32_t*>(p.xb), t0, t1);
+      to_bf16_tiles(p.x, p.n, p.w->cols, p.xb, t0, t1);
     else
-      to_f32_tiles(p.x, p.n, p.w->cols, const_cast<float*>(p.xt), t0, t1);
+      to_f32_tiles(p.x, p.n, p.w->cols, p.xt, t0, t1);
   });
   // Units (a panel of weight rows x a chunk of activation rows) are claimed one at a time.
   pool.for_chunks(p.panels * p.nchunks, [&p](int64_t u) { run_units(p, u, u + 1); });
