@@ -7,8 +7,8 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
-#include <string_view>
 
+#include "cachet/env.h"
 #include "cachet/error.h"
 
 namespace cachet {
@@ -73,10 +73,7 @@ constexpr size_t kHugePage = size_t{2} << 20;
 
 // CACHET_HUGE_PAGES=0 turns huge pages off (to compare); anything else, or unset, leaves them on.
 bool huge_pages_wanted() {
-  static const bool on = [] {
-    const char* v = std::getenv("CACHET_HUGE_PAGES");
-    return !(v && std::string_view(v) == "0");
-  }();
+  static const bool on = env_switch_on("CACHET_HUGE_PAGES");
   return on;
 }
 

@@ -40,8 +40,8 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 
+#include "cachet/env.h"
 #include "cachet/error.h"
 #include "cachet/kernels.h"
 #include "cachet/tensor.h"
@@ -262,10 +262,7 @@ X16Format format(MatLayout l) {
 }
 
 bool repack_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("CACHET_REPACK");
-    return !(e && std::string_view(e) == "0");
-  }();
+  static const bool on = env_switch_on("CACHET_REPACK");
   return on;
 }
 
