@@ -145,13 +145,16 @@ bool bf16_path(Isa isa, DType t, int64_t cols) {
          matmul_path() != MatmulPath::F32;
 }
 
+// Puts the matmul path back to the default choice when it goes out of scope.
+struct RestoreMatmulPath {
+  ~RestoreMatmulPath() { set_matmul_path(std::nullopt); }
+};
+
 // Runs body() with each matmul path set in turn (once where the CPU has only f32), then goes
 // back to the default choice.
 template <typename Fn>
 void for_each_path(Fn&& body) {
-  struct Restore {
-    ~Restore() { set_matmul_path(std::nullopt); }
-  } restore;
+  const RestoreMatmulPath restore;
   for (MatmulPath path : {MatmulPath::F32, MatmulPath::Bf16, MatmulPath::Amx}) {
     set_matmul_path(path);  // Amx without AMX runs as Bf16
     SCOPED_TRACE(std::string(matmul_path_name(matmul_path())));
@@ -325,9 +328,7 @@ TEST(Matmul, Bf16MatvecFollowsTheMatmulPath) {
 // order, so each output equals the matmul's bit for bit.
 TEST(Matmul, AmxBf16StepsEqualPrefillExactly) {
   if (!amx_bf16_usable() || best_isa() != Isa::Avx512) GTEST_SKIP() << "no AMX-BF16";
-  struct Restore {
-    ~Restore() { set_matmul_path(std::nullopt); }
-  } restore;
+  const RestoreMatmulPath restore;
   set_matmul_path(MatmulPath::Amx);
   ThreadPool pool(2);
   std::mt19937 rng(12);
