@@ -35,6 +35,14 @@ void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, in
 // on the widened rows.
 void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
                     float* y);
+// dot_rows and axpy_rows for nh heads over the same rows (multi-query attention): head h
+// reads q + h * q_stride and writes out + h * out_stride (weights w + h * w_stride into
+// y + h * y_stride). Each head's values are exactly those of dot_rows / axpy_rows; the rows
+// are read once for several heads.
+void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k, int64_t stride,
+                    int64_t count, int64_t n, float scale, float* out, int64_t out_stride);
+void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* v, int64_t stride,
+                     int64_t count, int64_t n, float* y, int64_t y_stride);
 
 // Rotary embedding of one head vector, in place, on its first rot_dim dims.
 // neox (half-split) pairs (j, j + rot_dim/2); interleaved pairs (2j, 2j+1).
@@ -69,6 +77,10 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int
 void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y);
 void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
                     float* y);
+void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k, int64_t stride,
+                    int64_t count, int64_t n, float scale, float* out, int64_t out_stride);
+void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* v, int64_t stride,
+                     int64_t count, int64_t n, float* y, int64_t y_stride);
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta);
 void rope_interleaved(float* x, int64_t rot_dim, int64_t pos, float theta);
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,

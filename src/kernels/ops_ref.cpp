@@ -127,6 +127,18 @@ void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, in
   for (int64_t j = 0; j < count; ++j) axpy(w[j], v + j * stride, y, n);
 }
 
+void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k, int64_t stride,
+                    int64_t count, int64_t n, float scale, float* out, int64_t out_stride) {
+  for (int64_t h = 0; h < nh; ++h)
+    dot_rows(q + h * q_stride, k, stride, count, n, scale, out + h * out_stride);
+}
+
+void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* v, int64_t stride,
+                     int64_t count, int64_t n, float* y, int64_t y_stride) {
+  for (int64_t h = 0; h < nh; ++h)
+    axpy_rows(w + h * w_stride, v, stride, count, n, y + h * y_stride);
+}
+
 void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
                     float* y) {
   for (int64_t j = 0; j < count; ++j)

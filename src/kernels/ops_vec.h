@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "cachet/half.h"
 
@@ -327,6 +328,104 @@ struct VecOps {
   static void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count,
                              int64_t n, float* y) {
     axpy_rows_of(w, v, stride, count, n, y);
+  }
+
+  // dot_rows and axpy_rows for several heads over the same rows (multi-query attention): the
+  // heads are taken kHeads at a time, so each key or value row is loaded once for all of them.
+  // Each value is exactly what dot_rows / axpy_rows give for that head alone: the same sums in
+  // the same order. kHeads heads and their accumulators fit the registers (16 on AVX2, 32 on
+  // AVX-512) beside one row's four vectors.
+  static constexpr int kHeads = W == 16 ? 6 : 2;
+  template <int HB>
+  static void dot_rows_block(const float* q, int64_t q_stride, const float* k, int64_t stride,
+                             int64_t count, int64_t n, float scale, float* out,
+                             int64_t out_stride) {
+    for (int64_t j = 0; j < count; ++j) {
+      if (j + kRowsAhead < count) prefetch_run(k + (j + kRowsAhead) * stride, n);
+      const float* kr = k + j * stride;
+      F s[HB][4];
+      for (int h = 0; h < HB; ++h) s[h][0] = s[h][1] = s[h][2] = s[h][3] = V::zero();
+      int64_t i = 0;
+      for (; i + 4 * W <= n; i += 4 * W) {
+        F kv[4];
+        for (int u = 0; u < 4; ++u) kv[u] = V::load(kr + i + u * W);
+        for (int h = 0; h < HB; ++h)
+          for (int u = 0; u < 4; ++u)
+            s[h][u] = V::fmadd(V::load(q + h * q_stride + i + u * W), kv[u], s[h][u]);
+      }
+      for (; i + W <= n; i += W) {
+        const F kv = V::load(kr + i);
+        for (int h = 0; h < HB; ++h) s[h][0] = V::fmadd(V::load(q + h * q_stride + i), kv, s[h][0]);
+      }
+      if (i < n) {
+        const int r = static_cast<int>(n - i);
+        const F kv = V::load_n(kr + i, r);
+        for (int h = 0; h < HB; ++h)
+          s[h][1] = V::fmadd(V::load_n(q + h * q_stride + i, r), kv, s[h][1]);
+      }
+      for (int h = 0; h < HB; ++h)
+        out[h * out_stride + j] =
+            V::hsum(V::add(V::add(s[h][0], s[h][1]), V::add(s[h][2], s[h][3]))) * scale;
+    }
+  }
+  // Value rows in tiles of kTileRows (32 KiB of f32 at 256 columns), so the passes over the
+  // columns find the tile in the nearest cache.
+  static constexpr int64_t kTileRows = 32;
+  template <int HB>
+  static void axpy_rows_block(const float* w, int64_t w_stride, const float* v, int64_t stride,
+                              int64_t count, int64_t n, float* y, int64_t y_stride) {
+    for (int64_t j0 = 0; j0 < count; j0 += kTileRows) {
+      const int64_t j1 = count - j0 < kTileRows ? count : j0 + kTileRows;
+      int64_t c = 0;
+      for (; c + 4 * W <= n; c += 4 * W) {
+        F acc[HB][4];
+        for (int h = 0; h < HB; ++h)
+          for (int u = 0; u < 4; ++u) acc[h][u] = V::load(y + h * y_stride + c + u * W);
+        for (int64_t j = j0; j < j1; ++j) {
+          const float* vr = v + j * stride + c;
+          F vv[4];
+          for (int u = 0; u < 4; ++u) vv[u] = V::load(vr + u * W);
+          for (int h = 0; h < HB; ++h) {
+            const F wv = V::set1(w[h * w_stride + j]);
+            for (int u = 0; u < 4; ++u) acc[h][u] = V::fmadd(wv, vv[u], acc[h][u]);
+          }
+        }
+        for (int h = 0; h < HB; ++h)
+          for (int u = 0; u < 4; ++u) V::store(y + h * y_stride + c + u * W, acc[h][u]);
+      }
+      if (c < n)
+        for (int h = 0; h < HB; ++h)
+          for (int64_t j = j0; j < j1; ++j)
+            axpy(w[h * w_stride + j], v + j * stride + c, y + h * y_stride + c, n - c);
+    }
+  }
+  // Calls F<hb>(h0) for blocks of at most kHeads heads covering [0, nh).
+  template <typename Fn>
+  static void by_head_blocks(int64_t nh, Fn&& fn) {
+    for (int64_t h0 = 0; h0 < nh;) {
+      const int64_t hb = nh - h0 < kHeads ? nh - h0 : kHeads;
+      [&]<int... I>(std::integer_sequence<int, I...>) {
+        ((hb == I + 1 ? (fn.template operator()<I + 1>(h0), 0) : 0), ...);
+      }
+      (std::make_integer_sequence<int, kHeads>{});
+      h0 += hb;
+    }
+  }
+  static void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k,
+                             int64_t stride, int64_t count, int64_t n, float scale, float* out,
+                             int64_t out_stride) {
+    by_head_blocks(nh, [&]<int HB>(int64_t h0) {
+      dot_rows_block<HB>(q + h0 * q_stride, q_stride, k, stride, count, n, scale,
+                         out + h0 * out_stride, out_stride);
+    });
+  }
+  static void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* v,
+                              int64_t stride, int64_t count, int64_t n, float* y,
+                              int64_t y_stride) {
+    by_head_blocks(nh, [&]<int HB>(int64_t h0) {
+      axpy_rows_block<HB>(w + h0 * w_stride, w_stride, v, stride, count, n, y + h0 * y_stride,
+                          y_stride);
+    });
   }
 
   // K at most kMaxTaps (callers check).

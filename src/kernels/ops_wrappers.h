@@ -63,3 +63,11 @@ void conv1d_depthwise(const float* hist, const float* x, const float* w, const f
   if (K_ > K::kMaxTaps) return ref::conv1d_depthwise(hist, x, w, b, y, T, C, K_);
   K::conv1d_depthwise(hist, x, w, b, y, T, C, K_);
 }
+void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k, int64_t stride,
+                    int64_t count, int64_t n, float scale, float* out, int64_t out_stride) {
+  K::dot_rows_heads(q, nh, q_stride, k, stride, count, n, scale, out, out_stride);
+}
+void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* v, int64_t stride,
+                     int64_t count, int64_t n, float* y, int64_t y_stride) {
+  K::axpy_rows_heads(w, nh, w_stride, v, stride, count, n, y, y_stride);
+}

@@ -506,6 +506,48 @@ TEST(OpsBlas, DotRowsAndAxpyRowsEqualTheirLoops) {
   }
 }
 
+// The multi-head forms give each head exactly what dot_rows / axpy_rows give it alone, for
+// head counts below, at and past a block of heads, with tails of columns and of tiles of rows.
+TEST(OpsBlas, RowsForSeveralHeadsEqualOneHeadAtATime) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    const std::string tag(cachet::isa_name(isa));
+    for (int64_t n : {1, 17, 64, 200, 256}) {
+      for (int64_t nh : {1, 2, 3, 5, 7, 10, 13}) {
+        const int64_t count = 71, stride = n + 5, q_stride = n + 3, o_stride = count + 2;
+        const uint32_t seed = static_cast<uint32_t>(100 * n + nh);
+        const auto q = random_vec(nh * q_stride, -2.0f, 2.0f, seed);
+        const auto cache = random_vec(count * stride, -2.0f, 2.0f, seed + 1);
+        const auto w = random_vec(nh * o_stride, 0.0f, 1.0f, seed + 2);
+        const auto y0 = random_vec(nh * q_stride, -1.0f, 1.0f, seed + 3);
+        std::vector<float> got(nh * o_stride, -7.0f), want(got), ref(got);
+        cachet::ops::dot_rows_heads(q.data(), nh, q_stride, cache.data(), stride, count, n, 0.5f,
+                                    got.data(), o_stride);
+        cachet::ops::ref::dot_rows_heads(q.data(), nh, q_stride, cache.data(), stride, count, n,
+                                         0.5f, ref.data(), o_stride);
+        for (int64_t h = 0; h < nh; ++h)
+          cachet::ops::dot_rows(q.data() + h * q_stride, cache.data(), stride, count, n, 0.5f,
+                                want.data() + h * o_stride);
+        EXPECT_EQ(got, want) << tag << " dot_rows_heads n=" << n << " heads=" << nh;
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], ref[i], 1e-5 * n) << tag << " dot_rows_heads i=" << i;
+
+        std::vector<float> y1(y0), y2(y0), yr(y0);
+        cachet::ops::axpy_rows_heads(w.data(), nh, o_stride, cache.data(), stride, count, n,
+                                     y1.data(), q_stride);
+        cachet::ops::ref::axpy_rows_heads(w.data(), nh, o_stride, cache.data(), stride, count, n,
+                                          yr.data(), q_stride);
+        for (int64_t h = 0; h < nh; ++h)
+          cachet::ops::axpy_rows(w.data() + h * o_stride, cache.data(), stride, count, n,
+                                 y2.data() + h * q_stride);
+        EXPECT_EQ(y1, y2) << tag << " axpy_rows_heads n=" << n << " heads=" << nh;
+        for (size_t i = 0; i < y1.size(); ++i)
+          ASSERT_NEAR(y1[i], yr[i], 1e-4) << tag << " axpy_rows_heads i=" << i;
+      }
+    }
+  }
+}
+
 TEST(OpsBlas, AxpyRowsBf16EqualsAxpyRowsOnWidenedRows) {
   for (Isa isa : isas()) {
     IsaScope scope(isa);
