@@ -549,49 +549,94 @@ class RecurrentGemma final : public LanguageModel {
     }
 
     // Query at position p sees keys at positions max(0, p - W) .. p: those before the segment
-    // come from the state's ring (slot = pos % W), the others from this pass.
+    // come from the state's ring (slot = pos % W), the others from this pass. The heads of one
+    // KV group are taken together, so each key and value row is read once for all of them.
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    // The heads of one KV group are taken together, so each key and value row is read once
-    // for all of them; a group is split into chunks of heads when there are fewer (row, group)
-    // items than threads. Every head is computed the same way whatever the chunking.
     const int64_t kvh = cfg_.num_key_value_heads;
-    const int64_t nthreads = pool.size();
-    const int64_t cpg =
-        N * kvh >= nthreads ? 1 : std::min<int64_t>(group, (nthreads + N * kvh - 1) / (N * kvh));
-    const int64_t chunk = (group + cpg - 1) / cpg;
-    auto attend = [&](int tid, int nt) {
-      float* sc_base = s.scores + static_cast<int64_t>(tid) * H * (W + 1);
-      for (int64_t item = tid; item < N * kvh * cpg; item += nt) {
-        const int64_t r = item / (kvh * cpg), g = (item % (kvh * cpg)) / cpg, c = item % cpg;
-        const int64_t h0 = g * group + c * chunk, h1 = std::min(h0 + chunk, (g + 1) * group);
-        if (h0 >= h1) continue;
-        const Segment& seg = segs[static_cast<size_t>(s.row_seg[r])];
-        const float* ring_k = seg.st->k(li);
-        const float* ring_v = seg.st->v(li);
-        const int64_t p = s.row_pos[r];
-        const int64_t lo = std::max<int64_t>(0, p - W);
-        const int64_t nk = p - lo + 1;
-        auto key_row = [&](int64_t kp, const float* ring, const float* fresh) {
-          return kp < seg.pos0 ? ring + (kp % W) * kvdim + g * hd
-                               : fresh + (seg.row0 + kp - seg.pos0) * kvdim + g * hd;
-        };
-        for (int64_t j = 0; j < nk; ++j) {
-          const float* kr = key_row(lo + j, ring_k, k);
-          for (int64_t h = h0; h < h1; ++h)
-            sc_base[(h - h0) * (W + 1) + j] = ops::dot(q + r * qdim + h * hd, kr, hd) * scale;
-        }
-        for (int64_t h = h0; h < h1; ++h) {
-          ops::softmax(sc_base + (h - h0) * (W + 1), nk);
-          std::memset(att + r * qdim + h * hd, 0, static_cast<size_t>(hd) * sizeof(float));
-        }
-        for (int64_t j = 0; j < nk; ++j) {
-          const float* vr = key_row(lo + j, ring_v, v);
-          for (int64_t h = h0; h < h1; ++h)
-            ops::axpy(sc_base[(h - h0) * (W + 1) + j], vr, att + r * qdim + h * hd, hd);
+    struct Item {
+      const Segment* seg;
+      const float *ring_k, *ring_v, *q;
+      float* out;
+      int64_t g, p, lo, nk;
+    };
+    auto item_of = [&](int64_t r, int64_t g) {
+      const Segment& seg = segs[static_cast<size_t>(s.row_seg[r])];
+      const int64_t p = s.row_pos[r], lo = std::max<int64_t>(0, p - W);
+      return Item{&seg,
+                  seg.st->k(li),
+                  seg.st->v(li),
+                  q + r * qdim + g * group * hd,
+                  att + r * qdim + g * group * hd,
+                  g,
+                  p,
+                  lo,
+                  p - lo + 1};
+    };
+    // fn(j, first row, rows) for the keys at positions [a, b) of an item, in order, as runs of
+    // contiguous rows (the ring from a slot to its end, its start, then this pass's rows);
+    // j = position - lo.
+    auto key_runs = [&](const Item& it, const float* ring, const float* fresh, int64_t a, int64_t b,
+                        auto&& fn) {
+      const Segment& seg = *it.seg;
+      for (int64_t kp = a; kp < b;) {
+        if (kp < seg.pos0) {
+          const int64_t slot = kp % W;
+          const int64_t n = std::min({seg.pos0, b, kp + (W - slot)}) - kp;
+          fn(kp - it.lo, ring + slot * kvdim + it.g * hd, n);
+          kp += n;
+        } else {
+          fn(kp - it.lo, fresh + (seg.row0 + kp - seg.pos0) * kvdim + it.g * hd, b - kp);
+          kp = b;
         }
       }
     };
-    par_run(pool, attend);
+    auto scores = [&](const Item& it, float* sc, int64_t a, int64_t b) {
+      key_runs(it, it.ring_k, k, a, b, [&](int64_t j, const float* rows, int64_t n) {
+        ops::dot_rows_heads(it.q, group, hd, rows, kvdim, n, hd, scale, sc + j, W + 1);
+      });
+    };
+    auto softmax = [&](const Item& it, float* sc, int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h) {
+        ops::softmax(sc + h * (W + 1), it.nk);
+        std::memset(it.out + h * hd, 0, static_cast<size_t>(hd) * sizeof(float));
+      }
+    };
+    auto values = [&](const Item& it, const float* sc, int64_t c0, int64_t c1) {
+      key_runs(it, it.ring_v, v, it.lo, it.p + 1, [&](int64_t j, const float* rows, int64_t n) {
+        ops::axpy_rows_heads(sc + j, group, W + 1, rows + c0, kvdim, n, c1 - c0, it.out + c0, hd);
+      });
+    };
+    if (N * kvh >= static_cast<int64_t>(pool.size())) {
+      // A (row, group) per thread at a time.
+      auto attend = [&](int tid, int nt) {
+        float* sc = s.scores + static_cast<int64_t>(tid) * H * (W + 1);
+        for (int64_t item = tid; item < N * kvh; item += nt) {
+          const Item it = item_of(item / kvh, item % kvh);
+          scores(it, sc, it.lo, it.p + 1);
+          softmax(it, sc, 0, group);
+          values(it, sc, 0, hd);
+        }
+      };
+      par_run(pool, attend);
+    } else {
+      // Fewer (row, group) items than threads (decoding): the threads share each item, the
+      // scores split by keys, the softmax by heads, the weighted sums of values by columns
+      // (so each thread reads part of the window). Every value is computed as above.
+      constexpr int64_t kCols = 64;
+      for (int64_t r = 0; r < N; ++r)
+        for (int64_t g = 0; g < kvh; ++g) {
+          const Item it = item_of(r, g);
+          float* sc = s.scores;
+          auto f1 = [&](int64_t a, int64_t b) { scores(it, sc, it.lo + a, it.lo + b); };
+          par_for(pool, it.nk, 64, f1);
+          auto f2 = [&](int64_t a, int64_t b) { softmax(it, sc, a, b); };
+          par_for(pool, group, 1, f2);
+          auto f3 = [&](int64_t a, int64_t b) {
+            values(it, sc, a * kCols, std::min(hd, b * kCols));
+          };
+          par_for(pool, (hd + kCols - 1) / kCols, 1, f3);
+        }
+    }
 
     // The newest min(n, W) keys and values of each segment go into its ring.
     for (const Segment& seg : segs) {
