@@ -43,6 +43,13 @@ void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k
                     int64_t count, int64_t n, float scale, float* out, int64_t out_stride);
 void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* v, int64_t stride,
                      int64_t count, int64_t n, float* y, int64_t y_stride);
+// The same over rows of bf16 values (stride in values), widened to f32: exactly the f32
+// forms' values on the widened rows.
+void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uint16_t* k,
+                         int64_t stride, int64_t count, int64_t n, float scale, float* out,
+                         int64_t out_stride);
+void axpy_rows_heads_bf16(const float* w, int64_t nh, int64_t w_stride, const uint16_t* v,
+                          int64_t stride, int64_t count, int64_t n, float* y, int64_t y_stride);
 
 // Rotary embedding of one head vector, in place, on its first rot_dim dims.
 // neox (half-split) pairs (j, j + rot_dim/2); interleaved pairs (2j, 2j+1).
@@ -81,6 +88,11 @@ void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k
                     int64_t count, int64_t n, float scale, float* out, int64_t out_stride);
 void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* v, int64_t stride,
                      int64_t count, int64_t n, float* y, int64_t y_stride);
+void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uint16_t* k,
+                         int64_t stride, int64_t count, int64_t n, float scale, float* out,
+                         int64_t out_stride);
+void axpy_rows_heads_bf16(const float* w, int64_t nh, int64_t w_stride, const uint16_t* v,
+                          int64_t stride, int64_t count, int64_t n, float* y, int64_t y_stride);
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta);
 void rope_interleaved(float* x, int64_t rot_dim, int64_t pos, float theta);
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,

@@ -80,6 +80,16 @@ void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* 
                      int64_t count, int64_t n, float* y, int64_t y_stride) {
   CACHET_OPS_DISPATCH(axpy_rows_heads, w, nh, w_stride, v, stride, count, n, y, y_stride)
 }
+void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uint16_t* k,
+                         int64_t stride, int64_t count, int64_t n, float scale, float* out,
+                         int64_t out_stride) {
+  CACHET_OPS_DISPATCH(dot_rows_heads_bf16, q, nh, q_stride, k, stride, count, n, scale, out,
+                      out_stride)
+}
+void axpy_rows_heads_bf16(const float* w, int64_t nh, int64_t w_stride, const uint16_t* v,
+                          int64_t stride, int64_t count, int64_t n, float* y, int64_t y_stride) {
+  CACHET_OPS_DISPATCH(axpy_rows_heads_bf16, w, nh, w_stride, v, stride, count, n, y, y_stride)
+}
 
 // Rotary embeddings are small and must match the reference bit for bit: one implementation.
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "cachet/half.h"
 #include "cachet/ops.h"
@@ -137,6 +138,23 @@ void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* 
                      int64_t count, int64_t n, float* y, int64_t y_stride) {
   for (int64_t h = 0; h < nh; ++h)
     axpy_rows(w + h * w_stride, v, stride, count, n, y + h * y_stride);
+}
+
+void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uint16_t* k,
+                         int64_t stride, int64_t count, int64_t n, float scale, float* out,
+                         int64_t out_stride) {
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t j = 0; j < count; ++j) {
+    for (int64_t i = 0; i < n; ++i) row[static_cast<size_t>(i)] = bf16_to_f32(k[j * stride + i]);
+    for (int64_t h = 0; h < nh; ++h)
+      out[h * out_stride + j] = dot(q + h * q_stride, row.data(), n) * scale;
+  }
+}
+
+void axpy_rows_heads_bf16(const float* w, int64_t nh, int64_t w_stride, const uint16_t* v,
+                          int64_t stride, int64_t count, int64_t n, float* y, int64_t y_stride) {
+  for (int64_t h = 0; h < nh; ++h)
+    axpy_rows_bf16(w + h * w_stride, v, stride, count, n, y + h * y_stride);
 }
 
 void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,

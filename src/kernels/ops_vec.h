@@ -334,32 +334,41 @@ struct VecOps {
   // heads are taken kHeads at a time, so each key or value row is loaded once for all of them.
   // Each value is exactly what dot_rows / axpy_rows give for that head alone: the same sums in
   // the same order. kHeads heads and their accumulators fit the registers (16 on AVX2, 32 on
-  // AVX-512) beside one row's four vectors.
+  // AVX-512) beside one row's four vectors. The rows are f32, or bf16 widened as they are
+  // loaded (exactly the f32 results on the widened rows).
   static constexpr int kHeads = W == 16 ? 6 : 2;
-  template <int HB>
-  static void dot_rows_block(const float* q, int64_t q_stride, const float* k, int64_t stride,
+  static F load_row_n(const float* p, int r) { return V::load_n(p, r); }
+  static F load_row_n(const uint16_t* p, int r) {
+    alignas(64) float t[W] = {};
+    for (int l = 0; l < r; ++l) t[l] = bf16_to_f32(p[l]);
+    return V::load(t);
+  }
+  template <int HB, typename T>
+  static void dot_rows_block(const float* q, int64_t q_stride, const T* k, int64_t stride,
                              int64_t count, int64_t n, float scale, float* out,
                              int64_t out_stride) {
+    const int64_t run_floats = (n * static_cast<int64_t>(sizeof(T)) + 3) / 4;
     for (int64_t j = 0; j < count; ++j) {
-      if (j + kRowsAhead < count) prefetch_run(k + (j + kRowsAhead) * stride, n);
-      const float* kr = k + j * stride;
+      if (j + kRowsAhead < count)
+        prefetch_run(reinterpret_cast<const float*>(k + (j + kRowsAhead) * stride), run_floats);
+      const T* kr = k + j * stride;
       F s[HB][4];
       for (int h = 0; h < HB; ++h) s[h][0] = s[h][1] = s[h][2] = s[h][3] = V::zero();
       int64_t i = 0;
       for (; i + 4 * W <= n; i += 4 * W) {
         F kv[4];
-        for (int u = 0; u < 4; ++u) kv[u] = V::load(kr + i + u * W);
+        for (int u = 0; u < 4; ++u) kv[u] = load_row(kr + i + u * W);
         for (int h = 0; h < HB; ++h)
           for (int u = 0; u < 4; ++u)
             s[h][u] = V::fmadd(V::load(q + h * q_stride + i + u * W), kv[u], s[h][u]);
       }
       for (; i + W <= n; i += W) {
-        const F kv = V::load(kr + i);
+        const F kv = load_row(kr + i);
         for (int h = 0; h < HB; ++h) s[h][0] = V::fmadd(V::load(q + h * q_stride + i), kv, s[h][0]);
       }
       if (i < n) {
         const int r = static_cast<int>(n - i);
-        const F kv = V::load_n(kr + i, r);
+        const F kv = load_row_n(kr + i, r);
         for (int h = 0; h < HB; ++h)
           s[h][1] = V::fmadd(V::load_n(q + h * q_stride + i, r), kv, s[h][1]);
       }
@@ -371,8 +380,8 @@ struct VecOps {
   // Value rows in tiles of kTileRows (32 KiB of f32 at 256 columns), so the passes over the
   // columns find the tile in the nearest cache.
   static constexpr int64_t kTileRows = 32;
-  template <int HB>
-  static void axpy_rows_block(const float* w, int64_t w_stride, const float* v, int64_t stride,
+  template <int HB, typename T>
+  static void axpy_rows_block(const float* w, int64_t w_stride, const T* v, int64_t stride,
                               int64_t count, int64_t n, float* y, int64_t y_stride) {
     for (int64_t j0 = 0; j0 < count; j0 += kTileRows) {
       const int64_t j1 = count - j0 < kTileRows ? count : j0 + kTileRows;
@@ -382,9 +391,9 @@ struct VecOps {
         for (int h = 0; h < HB; ++h)
           for (int u = 0; u < 4; ++u) acc[h][u] = V::load(y + h * y_stride + c + u * W);
         for (int64_t j = j0; j < j1; ++j) {
-          const float* vr = v + j * stride + c;
+          const T* vr = v + j * stride + c;
           F vv[4];
-          for (int u = 0; u < 4; ++u) vv[u] = V::load(vr + u * W);
+          for (int u = 0; u < 4; ++u) vv[u] = load_row(vr + u * W);
           for (int h = 0; h < HB; ++h) {
             const F wv = V::set1(w[h * w_stride + j]);
             for (int u = 0; u < 4; ++u) acc[h][u] = V::fmadd(wv, vv[u], acc[h][u]);
@@ -393,13 +402,23 @@ struct VecOps {
         for (int h = 0; h < HB; ++h)
           for (int u = 0; u < 4; ++u) V::store(y + h * y_stride + c + u * W, acc[h][u]);
       }
-      if (c < n)
-        for (int h = 0; h < HB; ++h)
-          for (int64_t j = j0; j < j1; ++j)
-            axpy(w[h * w_stride + j], v + j * stride + c, y + h * y_stride + c, n - c);
+      if (c < n) {
+        alignas(64) float tail[4 * W];
+        for (int64_t j = j0; j < j1; ++j) {
+          const T* vr = v + j * stride + c;
+          const float* row;
+          if constexpr (std::is_same_v<T, float>) {
+            row = vr;
+          } else {
+            for (int64_t i = 0; i < n - c; ++i) tail[i] = bf16_to_f32(vr[i]);
+            row = tail;
+          }
+          for (int h = 0; h < HB; ++h) axpy(w[h * w_stride + j], row, y + h * y_stride + c, n - c);
+        }
+      }
     }
   }
-  // Calls F<hb>(h0) for blocks of at most kHeads heads covering [0, nh).
+  // fn.template operator()<hb>(h0) for blocks of at most kHeads heads covering [0, nh).
   template <typename Fn>
   static void by_head_blocks(int64_t nh, Fn&& fn) {
     for (int64_t h0 = 0; h0 < nh;) {
@@ -411,7 +430,8 @@ struct VecOps {
       h0 += hb;
     }
   }
-  static void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k,
+  template <typename T>
+  static void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const T* k,
                              int64_t stride, int64_t count, int64_t n, float scale, float* out,
                              int64_t out_stride) {
     by_head_blocks(nh, [&]<int HB>(int64_t h0) {
@@ -419,7 +439,8 @@ struct VecOps {
                          out + h0 * out_stride, out_stride);
     });
   }
-  static void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* v,
+  template <typename T>
+  static void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const T* v,
                               int64_t stride, int64_t count, int64_t n, float* y,
                               int64_t y_stride) {
     by_head_blocks(nh, [&]<int HB>(int64_t h0) {

@@ -543,6 +543,34 @@ TEST(OpsBlas, RowsForSeveralHeadsEqualOneHeadAtATime) {
         EXPECT_EQ(y1, y2) << tag << " axpy_rows_heads n=" << n << " heads=" << nh;
         for (size_t i = 0; i < y1.size(); ++i)
           ASSERT_NEAR(y1[i], yr[i], 1e-4) << tag << " axpy_rows_heads i=" << i;
+
+        // bf16 rows: exactly the f32 forms on the widened rows
+        std::vector<uint16_t> bf(cache.size());
+        std::vector<float> widened(cache.size());
+        for (size_t i = 0; i < cache.size(); ++i) {
+          bf[i] = cachet::f32_to_bf16(cache[i]);
+          widened[i] = cachet::bf16_to_f32(bf[i]);
+        }
+        std::vector<float> gb(got.size(), -7.0f), wb(gb), rb(gb);
+        cachet::ops::dot_rows_heads_bf16(q.data(), nh, q_stride, bf.data(), stride, count, n, 0.5f,
+                                         gb.data(), o_stride);
+        cachet::ops::dot_rows_heads(q.data(), nh, q_stride, widened.data(), stride, count, n, 0.5f,
+                                    wb.data(), o_stride);
+        cachet::ops::ref::dot_rows_heads_bf16(q.data(), nh, q_stride, bf.data(), stride, count, n,
+                                              0.5f, rb.data(), o_stride);
+        EXPECT_EQ(gb, wb) << tag << " dot_rows_heads_bf16 n=" << n << " heads=" << nh;
+        for (size_t i = 0; i < gb.size(); ++i)
+          ASSERT_NEAR(gb[i], rb[i], 1e-5 * n) << tag << " dot_rows_heads_bf16 i=" << i;
+        std::vector<float> z1(y0), z2(y0), zr(y0);
+        cachet::ops::axpy_rows_heads_bf16(w.data(), nh, o_stride, bf.data(), stride, count, n,
+                                          z1.data(), q_stride);
+        cachet::ops::axpy_rows_heads(w.data(), nh, o_stride, widened.data(), stride, count, n,
+                                     z2.data(), q_stride);
+        cachet::ops::ref::axpy_rows_heads_bf16(w.data(), nh, o_stride, bf.data(), stride, count, n,
+                                               zr.data(), q_stride);
+        EXPECT_EQ(z1, z2) << tag << " axpy_rows_heads_bf16 n=" << n << " heads=" << nh;
+        for (size_t i = 0; i < z1.size(); ++i)
+          ASSERT_NEAR(z1[i], zr[i], 1e-4) << tag << " axpy_rows_heads_bf16 i=" << i;
       }
     }
   }
