@@ -298,14 +298,25 @@ class RecurrentGemma final : public LanguageModel {
     lay->lru_width = cfg_.lru_width;
     lay->window = cfg_.attention_window_size;
     lay->kv_dim = cfg_.num_key_value_heads * cfg_.head_dim;
-    size_t off = 0;
+    lay->kv_bf16 = false;
+    for (const Layer& L : layers_)
+      if (L.attention)
+        for (const models::Linear* l : L.qkv.layers())
+          if (l->w.type != DType::F32 && l->w.type != DType::F16) lay->kv_bf16 = true;
+    size_t off = 0, off16 = 0;
     for (const Layer& L : layers_) {
       lay->attention.push_back(L.attention);
-      lay->offset.push_back(off);
-      off += L.attention ? static_cast<size_t>(2 * lay->window * lay->kv_dim)
-                         : static_cast<size_t>((lay->conv_rows + 1) * lay->lru_width);
+      const size_t ring = static_cast<size_t>(2 * lay->window * lay->kv_dim);
+      if (L.attention && lay->kv_bf16) {
+        lay->offset.push_back(off16);
+        off16 += ring;
+      } else {
+        lay->offset.push_back(off);
+        off += L.attention ? ring : static_cast<size_t>((lay->conv_rows + 1) * lay->lru_width);
+      }
     }
     lay->total = off;
+    lay->total_bf16 = off16;
     layout_ = std::move(lay);
   }
 
@@ -547,6 +558,12 @@ class RecurrentGemma final : public LanguageModel {
       for (int64_t h = 0; h < cfg_.num_key_value_heads; ++h)
         apply_rope(s, r, k + r * kvdim + h * hd);
     }
+    // A bf16 cache: this pass's keys and values are rounded as the ring will hold them, so a
+    // position attends to the same values whether its keys come from the ring or this pass.
+    const bool bf16 = layout_->kv_bf16;
+    if (bf16)
+      for (float* kv : {k, v})
+        for (int64_t i = 0; i < N * kvdim; ++i) kv[i] = bf16_to_f32(f32_to_bf16(kv[i]));
 
     // Query at position p sees keys at positions max(0, p - W) .. p: those before the segment
     // come from the state's ring (slot = pos % W), the others from this pass. The heads of one
@@ -555,44 +572,46 @@ class RecurrentGemma final : public LanguageModel {
     const int64_t kvh = cfg_.num_key_value_heads;
     struct Item {
       const Segment* seg;
-      const float *ring_k, *ring_v, *q;
+      const float* q;
       float* out;
       int64_t g, p, lo, nk;
     };
     auto item_of = [&](int64_t r, int64_t g) {
       const Segment& seg = segs[static_cast<size_t>(s.row_seg[r])];
       const int64_t p = s.row_pos[r], lo = std::max<int64_t>(0, p - W);
-      return Item{&seg,
-                  seg.st->k(li),
-                  seg.st->v(li),
-                  q + r * qdim + g * group * hd,
-                  att + r * qdim + g * group * hd,
-                  g,
-                  p,
-                  lo,
-                  p - lo + 1};
+      return Item{
+          &seg,      q + r * qdim + g * group * hd, att + r * qdim + g * group * hd, g, p, lo,
+          p - lo + 1};
     };
-    // fn(j, first row, rows) for the keys at positions [a, b) of an item, in order, as runs of
-    // contiguous rows (the ring from a slot to its end, its start, then this pass's rows);
-    // j = position - lo.
-    auto key_runs = [&](const Item& it, const float* ring, const float* fresh, int64_t a, int64_t b,
-                        auto&& fn) {
+    // fn(j, f32 rows, bf16 rows, count) for the keys (values: !keys) at positions [a, b) of an
+    // item, in order, as runs of contiguous rows (the ring from a slot to its end, its start,
+    // then this pass's rows, f32); j = position - lo.
+    auto key_runs = [&](const Item& it, bool keys, int64_t a, int64_t b, auto&& fn) {
       const Segment& seg = *it.seg;
+      const int64_t col = it.g * hd;
       for (int64_t kp = a; kp < b;) {
         if (kp < seg.pos0) {
           const int64_t slot = kp % W;
           const int64_t n = std::min({seg.pos0, b, kp + (W - slot)}) - kp;
-          fn(kp - it.lo, ring + slot * kvdim + it.g * hd, n);
+          const int64_t at = slot * kvdim + col;
+          if (bf16)
+            fn(kp - it.lo, nullptr, (keys ? seg.st->k_bf16(li) : seg.st->v_bf16(li)) + at, n);
+          else
+            fn(kp - it.lo, (keys ? seg.st->k(li) : seg.st->v(li)) + at, nullptr, n);
           kp += n;
         } else {
-          fn(kp - it.lo, fresh + (seg.row0 + kp - seg.pos0) * kvdim + it.g * hd, b - kp);
+          const float* fresh = keys ? k : v;
+          fn(kp - it.lo, fresh + (seg.row0 + kp - seg.pos0) * kvdim + col, nullptr, b - kp);
           kp = b;
         }
       }
     };
     auto scores = [&](const Item& it, float* sc, int64_t a, int64_t b) {
-      key_runs(it, it.ring_k, k, a, b, [&](int64_t j, const float* rows, int64_t n) {
-        ops::dot_rows_heads(it.q, group, hd, rows, kvdim, n, hd, scale, sc + j, W + 1);
+      key_runs(it, true, a, b, [&](int64_t j, const float* f, const uint16_t* h, int64_t n) {
+        if (f)
+          ops::dot_rows_heads(it.q, group, hd, f, kvdim, n, hd, scale, sc + j, W + 1);
+        else
+          ops::dot_rows_heads_bf16(it.q, group, hd, h, kvdim, n, hd, scale, sc + j, W + 1);
       });
     };
     auto softmax = [&](const Item& it, float* sc, int64_t h0, int64_t h1) {
@@ -602,9 +621,15 @@ class RecurrentGemma final : public LanguageModel {
       }
     };
     auto values = [&](const Item& it, const float* sc, int64_t c0, int64_t c1) {
-      key_runs(it, it.ring_v, v, it.lo, it.p + 1, [&](int64_t j, const float* rows, int64_t n) {
-        ops::axpy_rows_heads(sc + j, group, W + 1, rows + c0, kvdim, n, c1 - c0, it.out + c0, hd);
-      });
+      key_runs(it, false, it.lo, it.p + 1,
+               [&](int64_t j, const float* f, const uint16_t* h, int64_t n) {
+                 if (f)
+                   ops::axpy_rows_heads(sc + j, group, W + 1, f + c0, kvdim, n, c1 - c0,
+                                        it.out + c0, hd);
+                 else
+                   ops::axpy_rows_heads_bf16(sc + j, group, W + 1, h + c0, kvdim, n, c1 - c0,
+                                             it.out + c0, hd);
+               });
     };
     if (N * kvh >= static_cast<int64_t>(pool.size())) {
       // A (row, group) per thread at a time.
@@ -640,13 +665,20 @@ class RecurrentGemma final : public LanguageModel {
 
     // The newest min(n, W) keys and values of each segment go into its ring.
     for (const Segment& seg : segs) {
-      float* ring_k = seg.st->k(li);
-      float* ring_v = seg.st->v(li);
       for (int64_t t = std::max<int64_t>(0, seg.n - W); t < seg.n; ++t) {
         const int64_t slot = (seg.pos0 + t) % W;
-        const size_t nb = static_cast<size_t>(kvdim) * sizeof(float);
-        std::memcpy(ring_k + slot * kvdim, k + (seg.row0 + t) * kvdim, nb);
-        std::memcpy(ring_v + slot * kvdim, v + (seg.row0 + t) * kvdim, nb);
+        const float* kr = k + (seg.row0 + t) * kvdim;
+        const float* vr = v + (seg.row0 + t) * kvdim;
+        if (bf16) {
+          uint16_t* rk = seg.st->k_bf16(li) + slot * kvdim;
+          uint16_t* rv = seg.st->v_bf16(li) + slot * kvdim;
+          for (int64_t i = 0; i < kvdim; ++i)
+            rk[i] = f32_to_bf16(kr[i]), rv[i] = f32_to_bf16(vr[i]);
+        } else {
+          const size_t nb = static_cast<size_t>(kvdim) * sizeof(float);
+          std::memcpy(seg.st->k(li) + slot * kvdim, kr, nb);
+          std::memcpy(seg.st->v(li) + slot * kvdim, vr, nb);
+        }
       }
     }
     models::apply_linear(L.o, att, N, y, pool);

@@ -13,11 +13,12 @@ constexpr char kArch[] = "recurrent_gemma";
 
 void RgState::reset() {
   std::fill(buf.begin(), buf.end(), 0.0f);
+  std::fill(kv16.begin(), kv16.end(), uint16_t{0});
   pos = 0;
 }
 
-// Sections: "position" (i64), the layout sizes (i64, checked on load) and "caches" (f32, the
-// whole state buffer in layout order).
+// Sections: "position" (i64), the layout sizes (i64, checked on load), "caches" (f32, the
+// state buffer in layout order) and, with bf16 keys and values, "kv_bf16" (their buffer).
 void RgState::save(const std::string& path) const {
   StateWriter w(kArch, layout->fingerprint);
   w.add_i64("position", pos);
@@ -26,7 +27,10 @@ void RgState::save(const std::string& path) const {
   w.add_i64("lru_width", layout->lru_width);
   w.add_i64("window", layout->window);
   w.add_i64("kv_dim", layout->kv_dim);
+  w.add_i64("kv_bits", layout->kv_bf16 ? 16 : 32);
   w.add_section_ref("caches", buf.data(), buf.size() * sizeof(float), DType::F32);
+  if (layout->kv_bf16)
+    w.add_section_ref("kv_bf16", kv16.data(), kv16.size() * sizeof(uint16_t), DType::BF16);
   w.write(path);
 }
 
@@ -44,10 +48,12 @@ std::unique_ptr<RgState> RgState::load(std::shared_ptr<const RgLayout> lay,
   check("lru_width", lay->lru_width);
   check("window", lay->window);
   check("kv_dim", lay->kv_dim);
+  check("kv_bits", lay->kv_bf16 ? 16 : 32);
   const int64_t pos = r.i64("position");
   if (pos < 0) fail(path, ": state position ", pos, " is negative");
   auto st = std::make_unique<RgState>(lay);
   r.read_exact("caches", st->buf.data(), st->buf.size() * sizeof(float));
+  if (lay->kv_bf16) r.read_exact("kv_bf16", st->kv16.data(), st->kv16.size() * sizeof(uint16_t));
   st->pos = pos;
   return st;
 }
