@@ -1,9 +1,11 @@
-// How far vector work per 64-byte line slows a streaming read: each thread reads its own
-// 512 MiB (or, with /cache, the same 512 KiB again and again) in S streams side by side, one
-// vpdpbusd per line on the loaded bytes plus K more on registers (independent chains), and
-// reports bytes read per second. A kernel that needs w ops per line and runs at c GB/s from
-// cache reads memory at about what K = w - 1 gives here, not at min(c, bandwidth).
-//   bench_stream_overlap --benchmark_filter='Stream/' --benchmark_min_time=1
+// How far vector work per 64-byte line slows a streaming read, with 2 threads each reading its
+// own 512 MiB (or, with cache:1, the same 512 KiB again and again):
+// - Stream<S, K>: S streams side by side, one vpdpbusd per line on the loaded bytes plus K
+//   more on registers (independent chains). A kernel that needs w ops per line and runs at
+//   c GB/s from cache reads memory at about what K = w - 1 gives here, not at
+//   min(c, bandwidth).
+// - Loads/...: one stream read by 256- or 512-bit loads, with adds or vpdpbusd.
+//   bench_stream_overlap --benchmark_min_time=1
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 #include <sys/mman.h>
@@ -45,21 +47,76 @@ template <int S, int K>
   return sum;
 }
 
-template <int S, int K>
-void Stream(benchmark::State& state) {
+[[gnu::target("avx512f")]] inline __m256i l256(const uint8_t* p, size_t i) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i));
+}
+[[gnu::target("avx512f")]] inline __m512i join(const uint8_t* p, size_t i) {
+  return _mm512_inserti64x4(_mm512_zextsi256_si512(l256(p, i)), l256(p, i + 32), 1);
+}
+
+// One stream read 128 bytes at a time in one of four ways: 0: 256-bit loads and adds,
+// 1: 512-bit loads and adds, 2: 512-bit loads and vpdpbusd, 3: pairs of 256-bit loads joined
+// into 512-bit vectors and vpdpbusd.
+template <int Way>
+[[gnu::target("avx512f,avx512bw,avx512vnni"), gnu::noinline]] int read_way(const uint8_t* p,
+                                                                           size_t n) {
+  __m512i a = _mm512_setzero_si512(), b = a;
+  __m256i c = _mm256_setzero_si256(), d = c, e = c, f = c;
+  const __m512i x = _mm512_set1_epi32(0x01020304);
+  for (size_t i = 0; i < n; i += 128) {
+    if constexpr (Way == 0) {
+      c = _mm256_add_epi32(c, l256(p, i));
+      d = _mm256_add_epi32(d, l256(p, i + 32));
+      e = _mm256_add_epi32(e, l256(p, i + 64));
+      f = _mm256_add_epi32(f, l256(p, i + 96));
+    } else if constexpr (Way == 1) {
+      a = _mm512_add_epi32(a, _mm512_load_si512(p + i));
+      b = _mm512_add_epi32(b, _mm512_load_si512(p + i + 64));
+    } else if constexpr (Way == 2) {
+      a = _mm512_dpbusd_epi32(a, _mm512_load_si512(p + i), x);
+      b = _mm512_dpbusd_epi32(b, _mm512_load_si512(p + i + 64), x);
+    } else {
+      a = _mm512_dpbusd_epi32(a, join(p, i), x);
+      b = _mm512_dpbusd_epi32(b, join(p, i + 64), x);
+    }
+  }
+  alignas(64) int32_t v[16];
+  _mm512_store_si512(v, _mm512_add_epi32(a, b));
+  alignas(32) int32_t w[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(w),
+                     _mm256_add_epi32(_mm256_add_epi32(c, d), _mm256_add_epi32(e, f)));
+  int sum = 0;
+  for (int32_t q : v) sum += q;
+  for (int32_t q : w) sum += q;
+  return sum;
+}
+
+template <typename Fn>
+void stream_bytes(benchmark::State& state, size_t bytes, Fn read) {
   if (!cachet::cpu_features().avx512vnni) {
     state.SkipWithError("needs AVX-512 VNNI");
     return;
   }
-  const bool cache = state.range(0) != 0;
-  const size_t bytes = cache ? kCacheBytes : kMemBytes;
   auto* p = static_cast<uint8_t*>(std::aligned_alloc(size_t{2} << 20, bytes));
   madvise(p, bytes, MADV_HUGEPAGE);
   std::memset(p, 1, bytes);
-  for (auto _ : state) benchmark::DoNotOptimize(read_lines<S, K>(p, bytes));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(bytes));
+  for (auto _ : state) benchmark::DoNotOptimize(read(p, bytes));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
   std::free(p);
+}
+
+template <int Way>
+void Loads(benchmark::State& state) {
+  stream_bytes(state, kMemBytes, read_way<Way>);
+}
+BENCHMARK(Loads<0>)->Name("Loads/add256")->Threads(2)->UseRealTime();
+BENCHMARK(Loads<1>)->Name("Loads/add512")->Threads(2)->UseRealTime();
+BENCHMARK(Loads<2>)->Name("Loads/dpbusd512")->Threads(2)->UseRealTime();
+BENCHMARK(Loads<3>)->Name("Loads/2x256_dpbusd512")->Threads(2)->UseRealTime();
+
+template <int S, int K>
+void Stream(benchmark::State& state) {
+  stream_bytes(state, state.range(0) != 0 ? kCacheBytes : kMemBytes, read_lines<S, K>);
 }
 
 #define CACHET_STREAM(S, K) \
