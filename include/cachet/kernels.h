@@ -62,6 +62,9 @@ struct StreamChoice {
   bool measured;
 };
 StreamChoice stream_choice(MatLayout layout, int nx);
+// Whether some (layout, number of activation rows) is measuring its ways now: its products are
+// trying each way in turn, some slower than the one it will keep (benchmarks warm up until not).
+bool stream_ways_measuring();
 
 // y[r] = sum_c W[r, c] * x[c]
 void matvec(const MatView& w, const float* x, float* y, ThreadPool& pool);

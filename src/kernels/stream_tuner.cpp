@@ -119,6 +119,14 @@ class Tuner {
     ++w.calls;
   }
 
+  bool measuring() {
+    std::lock_guard lock(mu_);
+    for (const auto& row : slots_)
+      for (const Slot& s : row)
+        if (s.measuring) return true;
+    return false;
+  }
+
   StreamChoice choice(MatLayout layout, int nx) {
     if (active_isa() != Isa::Avx512) return {StreamWay::One, false};  // no X16 kernels run
     std::lock_guard lock(mu_);
@@ -196,6 +204,10 @@ void set_stream_way(std::optional<StreamWay> way) {
 
 StreamChoice stream_choice(MatLayout layout, int nx) {
   return tuner().choice(layout, nx);
+}
+
+bool stream_ways_measuring() {
+  return tuner().measuring();
 }
 
 namespace kern {

@@ -246,11 +246,18 @@ TEST(Repack, StreamWayIsChosenByMeasurement) {
   matvec(p.view, x.data(), ref.data(), pool);
   set_stream_way(std::nullopt);
   EXPECT_FALSE(stream_choice(p.view.layout, 1).measured);
-  // 4 ways x 256 MiB (about 910 calls) are measured before the choice
-  for (int call = 0; call < 2000 && !stream_choice(p.view.layout, 1).measured; ++call) {
+  EXPECT_FALSE(stream_ways_measuring());
+  // 5 ways x 256 MiB (about 1140 calls) are measured before the choice; meanwhile the tuner
+  // says it is measuring
+  int calls = 0;
+  for (; calls < 2000 && !stream_choice(p.view.layout, 1).measured; ++calls) {
     matvec(p.view, x.data(), y.data(), pool);
-    ASSERT_EQ(y, ref) << "call " << call;
+    ASSERT_EQ(y, ref) << "call " << calls;
+    if (calls == 0) {
+      EXPECT_TRUE(stream_ways_measuring());
+    }
   }
   EXPECT_TRUE(stream_choice(p.view.layout, 1).measured);
+  EXPECT_FALSE(stream_ways_measuring()) << "after " << calls << " calls";
   EXPECT_FALSE(stream_choice(p.view.layout, 2).measured);  // each slot measures its own
 }
