@@ -100,7 +100,13 @@ void stream_bytes(benchmark::State& state, size_t bytes, Fn read) {
     state.SkipWithError("needs AVX-512 VNNI");
     return;
   }
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(size_t{2} << 20, bytes));
+  constexpr size_t kAlign = size_t{2} << 20;  // huge pages; aligned_alloc wants a multiple
+  auto* p =
+      static_cast<uint8_t*>(std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign));
+  if (!p) {
+    state.SkipWithError("out of memory");
+    return;
+  }
   madvise(p, bytes, MADV_HUGEPAGE);
   std::memset(p, 1, bytes);
   for (auto _ : state) benchmark::DoNotOptimize(read(p, bytes));

@@ -63,7 +63,7 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
 constexpr int kMaxWarmupSteps = 64;
 void warm_up_steps(LanguageModel& model, State& state, std::vector<float>& logits) {
   auto toks = random_tokens(kMaxWarmupSteps, model.info().vocab_size, 5 + state.position());
-  for (int i = 0; i < kMaxWarmupSteps && (i == 0 || stream_ways_measuring()); ++i)
+  for (int i = 0; i < kMaxWarmupSteps && (i == 0 || stream_ways_measuring(1)); ++i)
     model.forward(state, std::span<const int32_t>(&toks[i], 1), logits);
 }
 
@@ -189,7 +189,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
   double sps = 0;
   const Probes probes = between_probes(pool, [&] {
     step(0);  // warm up, and on while the kernels measure their stream ways
-    for (int w = 1; w < kMaxWarmupSteps && stream_ways_measuring() &&
+    for (int w = 1; w < kMaxWarmupSteps && stream_ways_measuring(2) &&
                     state.position() + steps < static_cast<int64_t>(a.block_size);
          ++w)
       step(0);

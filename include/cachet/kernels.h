@@ -62,9 +62,9 @@ struct StreamChoice {
   bool measured;
 };
 StreamChoice stream_choice(MatLayout layout, int nx);
-// Whether some (layout, number of activation rows) is measuring its ways now: its products are
-// trying each way in turn, some slower than the one it will keep (benchmarks warm up until not).
-bool stream_ways_measuring();
+// Whether some layout's products with nx activation rows are measuring their ways now: trying
+// each way in turn, some slower than the one kept (benchmarks warm up until they are not).
+bool stream_ways_measuring(int nx);
 
 // y[r] = sum_c W[r, c] * x[c]
 void matvec(const MatView& w, const float* x, float* y, ThreadPool& pool);

@@ -119,11 +119,11 @@ class Tuner {
     ++w.calls;
   }
 
-  bool measuring() {
+  bool measuring(int nx) {
     std::lock_guard lock(mu_);
+    nx = nx < 1 ? 1 : (nx > kMaxNx ? kMaxNx : nx);
     for (const auto& row : slots_)
-      for (const Slot& s : row)
-        if (s.measuring) return true;
+      if (row[nx - 1].measuring) return true;
     return false;
   }
 
@@ -206,8 +206,8 @@ StreamChoice stream_choice(MatLayout layout, int nx) {
   return tuner().choice(layout, nx);
 }
 
-bool stream_ways_measuring() {
-  return tuner().measuring();
+bool stream_ways_measuring(int nx) {
+  return tuner().measuring(nx);
 }
 
 namespace kern {

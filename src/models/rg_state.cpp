@@ -48,7 +48,11 @@ std::unique_ptr<RgState> RgState::load(std::shared_ptr<const RgLayout> lay,
   check("lru_width", lay->lru_width);
   check("window", lay->window);
   check("kv_dim", lay->kv_dim);
-  check("kv_bits", lay->kv_bf16 ? 16 : 32);
+  // Files from before bf16 caches have no kv_bits: theirs were f32.
+  const int64_t kv_bits = r.has("kv_bits") ? r.i64("kv_bits") : 32;
+  if (kv_bits != (lay->kv_bf16 ? 16 : 32))
+    fail(path, ": state section 'kv_bits' is ", kv_bits, ", this model needs ",
+         lay->kv_bf16 ? 16 : 32);
   const int64_t pos = r.i64("position");
   if (pos < 0) fail(path, ": state position ", pos, " is negative");
   auto st = std::make_unique<RgState>(lay);

@@ -1,5 +1,6 @@
 // The decoding state of one RecurrentGemma sequence.
 #pragma once
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,9 +47,15 @@ class RgState final : public StateImpl {
   float* conv(size_t layer) { return buf.data() + layout->offset[layer]; }
   float* h(size_t layer) { return conv(layer) + layout->conv_rows * layout->lru_width; }
   // The keys and values of an attention layer: f32 (!kv_bf16) or bf16 (kv_bf16).
-  float* k(size_t layer) { return buf.data() + layout->offset[layer]; }
+  float* k(size_t layer) {
+    assert(!layout->kv_bf16);
+    return buf.data() + layout->offset[layer];
+  }
   float* v(size_t layer) { return k(layer) + layout->window * layout->kv_dim; }
-  uint16_t* k_bf16(size_t layer) { return kv16.data() + layout->offset[layer]; }
+  uint16_t* k_bf16(size_t layer) {
+    assert(layout->kv_bf16);
+    return kv16.data() + layout->offset[layer];
+  }
   uint16_t* v_bf16(size_t layer) { return k_bf16(layer) + layout->window * layout->kv_dim; }
 
   std::shared_ptr<const RgLayout> layout;

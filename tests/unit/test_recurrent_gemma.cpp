@@ -12,6 +12,7 @@
 
 #include "cachet/error.h"
 #include "cachet/gguf.h"
+#include "cachet/half.h"
 #include "cachet/quant.h"
 #include "cachet/recurrent_gemma.h"
 #include "cachet/threadpool.h"
@@ -123,6 +124,38 @@ TEST(RecurrentGemma, LongWindowStepsAgreeAcrossThreadCounts) {
   const auto two_threads = run_chunks(*m2, b, toks, 1);
   EXPECT_EQ(one_thread, two_threads);
   EXPECT_LE(max_diff(run_chunks(*m2, p, toks, 0), two_threads), 1e-4f);
+}
+
+// Ten query heads on one KV head of 128 dims (as in the 2B: blocks of heads, several 64-column
+// blocks of values, the 4-vector loops) and three threads: the decoding split over keys, heads
+// and columns gives the floats of one thread, f32 and bf16 caches alike.
+TEST(RecurrentGemma, WideAttentionStepsAgreeAcrossThreadCounts) {
+  auto c = tiny_config();
+  c.num_attention_heads = 10;
+  c.head_dim = 128;
+  c.lru_width = 40;  // the RG-LRU gates are block-diagonal per head
+  c.attention_window_size = 70;
+  c.block_types = {"attention", "recurrent"};
+  c.num_hidden_layers = 2;
+  const auto toks = seq(100, 64);
+  static ThreadPool one(1), three(3);
+  for (bool quantized : {false, true}) {
+    ModelFiles f = random_recurrent_gemma_files(c, 3, 0.2f);
+    if (quantized)
+      for (auto& [name, t] : f.tensors)
+        if (name.find("self_attn") != std::string::npos && t.ndim() == 2) {
+          Tensor q = Tensor::zeros(DType::BF16, t.shape, name);
+          for (int64_t i = 0; i < t.numel(); ++i)
+            reinterpret_cast<uint16_t*>(q.data)[i] = f32_to_bf16(t.as<float>()[i]);
+          t = std::move(q);
+        }
+    auto m1 = make_recurrent_gemma(f, &one);
+    auto m3 = make_recurrent_gemma(f, &three);
+    State a = m1->new_state(), b = m3->new_state(), p = m3->new_state();
+    const auto steps1 = run_chunks(*m1, a, toks, 1);
+    EXPECT_EQ(steps1, run_chunks(*m3, b, toks, 1)) << (quantized ? "bf16" : "f32");
+    EXPECT_LE(max_diff(run_chunks(*m3, p, toks, 0), steps1), quantized ? 0.1f : 1e-4f);
+  }
 }
 
 TEST(RecurrentGemma, PositionDependence) {

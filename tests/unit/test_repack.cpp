@@ -246,7 +246,7 @@ TEST(Repack, StreamWayIsChosenByMeasurement) {
   matvec(p.view, x.data(), ref.data(), pool);
   set_stream_way(std::nullopt);
   EXPECT_FALSE(stream_choice(p.view.layout, 1).measured);
-  EXPECT_FALSE(stream_ways_measuring());
+  EXPECT_FALSE(stream_ways_measuring(1));
   // 5 ways x 256 MiB (about 1140 calls) are measured before the choice; meanwhile the tuner
   // says it is measuring
   int calls = 0;
@@ -254,10 +254,11 @@ TEST(Repack, StreamWayIsChosenByMeasurement) {
     matvec(p.view, x.data(), y.data(), pool);
     ASSERT_EQ(y, ref) << "call " << calls;
     if (calls == 0) {
-      EXPECT_TRUE(stream_ways_measuring());
+      EXPECT_TRUE(stream_ways_measuring(1));
+      EXPECT_FALSE(stream_ways_measuring(2));
     }
   }
   EXPECT_TRUE(stream_choice(p.view.layout, 1).measured);
-  EXPECT_FALSE(stream_ways_measuring()) << "after " << calls << " calls";
+  EXPECT_FALSE(stream_ways_measuring(1)) << "after " << calls << " calls";
   EXPECT_FALSE(stream_choice(p.view.layout, 2).measured);  // each slot measures its own
 }

@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "cachet/error.h"
 #include "cachet/recurrent_gemma.h"
+#include "cachet/state_file.h"
 #include "cachet/threadpool.h"
 
 namespace cachet {
@@ -125,6 +127,49 @@ TEST(State, LoadIntoAnotherModelFails) {
   a.save(tmp.file("a.state"));
   EXPECT_THROW(other->load_state(tmp.file("a.state")), Error);
   EXPECT_THROW(m->load_state(tmp.file("missing.state")), Error);
+}
+
+// A state file written with its sections renamed or dropped: `edit` maps a section name to
+// the name to write it under ("" drops it), and `extra` sections are added.
+void rewrite_state(const std::string& from, const std::string& to,
+                   const std::function<std::string(const std::string&)>& edit,
+                   const std::vector<std::pair<std::string, int64_t>>& extra = {}) {
+  const StateReader r = StateReader::open(from);
+  StateWriter w(r.arch(), r.fingerprint());
+  for (const std::string& name : r.section_names()) {
+    const std::string out = edit(name);
+    if (out.empty()) continue;
+    const auto bytes = r.section(name);
+    w.add_section(out, bytes.data(), bytes.size(), r.section_dtype(name));
+  }
+  for (const auto& [name, v] : extra) w.add_i64(name, v);
+  w.write(to);
+}
+
+// States saved before keys and values could be bf16 carry no kv_bits: an f32 model loads them
+// as they are; a kv_bits that does not match the model is refused.
+TEST(State, KeyValueBitsOfOlderAndOtherFiles) {
+  TempDir tmp;
+  auto m = model();
+  State a = m->new_state();
+  std::vector<float> out, la, lb;
+  m->forward(a, toks(9, 3), out);
+  a.save(tmp.file("a.state"));
+  rewrite_state(tmp.file("a.state"), tmp.file("old.state"),
+                [](const std::string& n) { return n == "kv_bits" ? std::string() : n; });
+  State b = m->load_state(tmp.file("old.state"));
+  m->forward(a, toks(3, 9), la);
+  m->forward(b, toks(3, 9), lb);
+  EXPECT_EQ(la, lb);
+  rewrite_state(tmp.file("a.state"), tmp.file("bits16.state"),
+                [](const std::string& n) { return n == "kv_bits" ? std::string() : n; },
+                {{"kv_bits", 16}});
+  try {
+    m->load_state(tmp.file("bits16.state"));
+    ADD_FAILURE() << "a 16-bit cache loaded into an f32 model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kv_bits"), std::string::npos) << e.what();
+  }
 }
 
 TEST(State, DamagedFileFails) {
