@@ -56,20 +56,23 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
   return t;
 }
 
-// Decodes n tokens one at a time; returns tokens per second.
-// Steps taken before timing: one, and more while the kernels measure their stream ways (the
-// first tokens of a process try every way, some slower than the one kept; a model's first
-// decoding steps settle them, and steady decoding is what is reported).
-constexpr int kMaxWarmupSteps = 64;
-void warm_up_steps(LanguageModel& model, State& state, std::vector<float>& logits) {
-  auto toks = random_tokens(kMaxWarmupSteps, model.info().vocab_size, 5 + state.position());
-  for (int i = 0; i < kMaxWarmupSteps && (i == 0 || stream_ways_measuring(1)); ++i)
-    model.forward(state, std::span<const int32_t>(&toks[i], 1), logits);
+// Untimed steps before a decode figure: one, and more (at most max_steps) while the kernels
+// measure their stream ways for nx activation rows. The first tokens of a process try every
+// way, some slower than the one kept; steady decoding is what is reported.
+template <typename Step>
+void warm_up(int nx, int max_steps, Step&& step) {
+  step(0);
+  for (int i = 1; i < max_steps && stream_ways_measuring(nx); ++i) step(i);
 }
+constexpr int kMaxWarmupSteps = 64;
 
+// Decodes n tokens one at a time; returns tokens per second.
 double decode_speed(LanguageModel& model, State& state, int n, std::vector<float>& logits) {
   auto toks = random_tokens(n, model.info().vocab_size, 7 + state.position());
-  warm_up_steps(model, state, logits);
+  const auto warm = random_tokens(kMaxWarmupSteps, model.info().vocab_size, 5 + state.position());
+  warm_up(1, kMaxWarmupSteps, [&](int i) {
+    model.forward(state, std::span<const int32_t>(&warm[static_cast<size_t>(i)], 1), logits);
+  });
   const auto t0 = Clock::now();
   for (int i = 1; i < n; ++i) model.forward(state, std::span<const int32_t>(&toks[i], 1), logits);
   return (n - 1) / seconds_since(t0);
@@ -188,11 +191,9 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
   };
   double sps = 0;
   const Probes probes = between_probes(pool, [&] {
-    step(0);  // warm up, and on while the kernels measure their stream ways
-    for (int w = 1; w < kMaxWarmupSteps && stream_ways_measuring(2) &&
-                    state.position() + steps < static_cast<int64_t>(a.block_size);
-         ++w)
-      step(0);
+    // (the warm-up steps must leave room for the timed ones within the block size)
+    const int room = static_cast<int>(a.block_size - state.position()) - steps;
+    warm_up(2, std::clamp(room, 1, kMaxWarmupSteps), [&](int) { step(0); });
     const auto t0 = Clock::now();
     for (int i = 1; i < steps; ++i) step(i);
     sps = (steps - 1) / seconds_since(t0);
