@@ -24,6 +24,7 @@
 #include "cachet/error.h"
 #include "cachet/half.h"
 #include "cachet/ops.h"
+#include "cachet/quant.h"
 #include "cachet/state_impl.h"
 #include "cachet/threadpool.h"
 #include "rg_state.h"
@@ -667,18 +668,15 @@ class RecurrentGemma final : public LanguageModel {
     for (const Segment& seg : segs) {
       for (int64_t t = std::max<int64_t>(0, seg.n - W); t < seg.n; ++t) {
         const int64_t slot = (seg.pos0 + t) % W;
-        const float* kr = k + (seg.row0 + t) * kvdim;
-        const float* vr = v + (seg.row0 + t) * kvdim;
-        if (bf16) {
-          uint16_t* rk = seg.st->k_bf16(li) + slot * kvdim;
-          uint16_t* rv = seg.st->v_bf16(li) + slot * kvdim;
-          for (int64_t i = 0; i < kvdim; ++i)
-            rk[i] = f32_to_bf16(kr[i]), rv[i] = f32_to_bf16(vr[i]);
-        } else {
-          const size_t nb = static_cast<size_t>(kvdim) * sizeof(float);
-          std::memcpy(seg.st->k(li) + slot * kvdim, kr, nb);
-          std::memcpy(seg.st->v(li) + slot * kvdim, vr, nb);
-        }
+        const int64_t at = slot * kvdim, row = (seg.row0 + t) * kvdim;
+        // F32: a copy; BF16: rounded (as this pass's rows already are, so exactly)
+        const DType type = bf16 ? DType::BF16 : DType::F32;
+        quantize_row(type, k + row,
+                     bf16 ? static_cast<void*>(seg.st->k_bf16(li) + at) : seg.st->k(li) + at,
+                     kvdim);
+        quantize_row(type, v + row,
+                     bf16 ? static_cast<void*>(seg.st->v_bf16(li) + at) : seg.st->v(li) + at,
+                     kvdim);
       }
     }
     models::apply_linear(L.o, att, N, y, pool);
