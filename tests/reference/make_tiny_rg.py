@@ -46,18 +46,6 @@ PRESETS = {
         attention_window_size=16,
         vocab_size=512,
     ),
-    # A long window (300 keys), on sequences longer than it.
-    "tiny_longwin": dict(
-        hidden_size=64,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-        lru_width=64,
-        intermediate_size=2 * 128,
-        num_hidden_layers=3,
-        attention_window_size=300,
-        vocab_size=100,
-    ),
     # Grouped-query variant (2 KV heads for 4 query heads), untested by the released models.
     "tiny_gqa": dict(
         hidden_size=64,
@@ -71,6 +59,10 @@ PRESETS = {
         vocab_size=200,
     ),
 }
+# A long window (300 keys), on sequences longer than it: tiny with 3 layers.
+PRESETS["tiny_longwin"] = dict(
+    PRESETS["tiny"], num_hidden_layers=3, attention_window_size=300, vocab_size=100
+)
 
 
 def make_config(preset, **overrides):

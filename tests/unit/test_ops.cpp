@@ -509,11 +509,18 @@ TEST(OpsBlas, DotRowsAndAxpyRowsEqualTheirLoops) {
 // The multi-head forms give each head exactly what dot_rows / axpy_rows give it alone, for
 // head counts below, at and past a block of heads, with tails of columns and of tiles of rows.
 TEST(OpsBlas, RowsForSeveralHeadsEqualOneHeadAtATime) {
+  // got equals want exactly, and the reference within tol.
+  auto check = [](const std::vector<float>& got, const std::vector<float>& want,
+                  const std::vector<float>& ref, double tol, const std::string& what) {
+    EXPECT_EQ(got, want) << what;
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref[i], tol) << what << " i=" << i;
+  };
   for (Isa isa : isas()) {
     IsaScope scope(isa);
-    const std::string tag(cachet::isa_name(isa));
     for (int64_t n : {1, 17, 64, 200, 256}) {
       for (int64_t nh : {1, 2, 3, 5, 7, 10, 13}) {
+        const std::string tag = std::string(cachet::isa_name(isa)) + " n=" + std::to_string(n) +
+                                " heads=" + std::to_string(nh);
         const int64_t count = 71, stride = n + 5, q_stride = n + 3, o_stride = count + 2;
         const uint32_t seed = static_cast<uint32_t>(100 * n + nh);
         const auto q = random_vec(nh * q_stride, -2.0f, 2.0f, seed);
@@ -528,9 +535,7 @@ TEST(OpsBlas, RowsForSeveralHeadsEqualOneHeadAtATime) {
         for (int64_t h = 0; h < nh; ++h)
           cachet::ops::dot_rows(q.data() + h * q_stride, cache.data(), stride, count, n, 0.5f,
                                 want.data() + h * o_stride);
-        EXPECT_EQ(got, want) << tag << " dot_rows_heads n=" << n << " heads=" << nh;
-        for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_NEAR(got[i], ref[i], 1e-5 * n) << tag << " dot_rows_heads i=" << i;
+        check(got, want, ref, 1e-5 * n, tag + " dot_rows_heads");
 
         std::vector<float> y1(y0), y2(y0), yr(y0);
         cachet::ops::axpy_rows_heads(w.data(), nh, o_stride, cache.data(), stride, count, n,
@@ -540,9 +545,7 @@ TEST(OpsBlas, RowsForSeveralHeadsEqualOneHeadAtATime) {
         for (int64_t h = 0; h < nh; ++h)
           cachet::ops::axpy_rows(w.data() + h * o_stride, cache.data(), stride, count, n,
                                  y2.data() + h * q_stride);
-        EXPECT_EQ(y1, y2) << tag << " axpy_rows_heads n=" << n << " heads=" << nh;
-        for (size_t i = 0; i < y1.size(); ++i)
-          ASSERT_NEAR(y1[i], yr[i], 1e-4) << tag << " axpy_rows_heads i=" << i;
+        check(y1, y2, yr, 1e-4, tag + " axpy_rows_heads");
 
         // bf16 rows: exactly the f32 forms on the widened rows
         std::vector<uint16_t> bf(cache.size());
@@ -558,9 +561,7 @@ TEST(OpsBlas, RowsForSeveralHeadsEqualOneHeadAtATime) {
                                     wb.data(), o_stride);
         cachet::ops::ref::dot_rows_heads_bf16(q.data(), nh, q_stride, bf.data(), stride, count, n,
                                               0.5f, rb.data(), o_stride);
-        EXPECT_EQ(gb, wb) << tag << " dot_rows_heads_bf16 n=" << n << " heads=" << nh;
-        for (size_t i = 0; i < gb.size(); ++i)
-          ASSERT_NEAR(gb[i], rb[i], 1e-5 * n) << tag << " dot_rows_heads_bf16 i=" << i;
+        check(gb, wb, rb, 1e-5 * n, tag + " dot_rows_heads_bf16");
         std::vector<float> z1(y0), z2(y0), zr(y0);
         cachet::ops::axpy_rows_heads_bf16(w.data(), nh, o_stride, bf.data(), stride, count, n,
                                           z1.data(), q_stride);
@@ -568,9 +569,7 @@ TEST(OpsBlas, RowsForSeveralHeadsEqualOneHeadAtATime) {
                                      z2.data(), q_stride);
         cachet::ops::ref::axpy_rows_heads_bf16(w.data(), nh, o_stride, bf.data(), stride, count, n,
                                                zr.data(), q_stride);
-        EXPECT_EQ(z1, z2) << tag << " axpy_rows_heads_bf16 n=" << n << " heads=" << nh;
-        for (size_t i = 0; i < z1.size(); ++i)
-          ASSERT_NEAR(z1[i], zr[i], 1e-4) << tag << " axpy_rows_heads_bf16 i=" << i;
+        check(z1, z2, zr, 1e-4, tag + " axpy_rows_heads_bf16");
       }
     }
   }
