@@ -353,10 +353,12 @@ struct KQ4K_X16 {
   static constexpr int kAcc = 1;
   // Four groups side by side (one activation row): at 4096x14336, 2 threads, alternating runs
   // over 1 GiB of copies, 29.5-29.7 GB/s against 26.0-26.5 with two; 2560x7680 and 7680x2560
-  // 26.5 against 24.5-25. (Eight: 30.4 at 4096x14336 but slower at the smaller shapes; with two
-  // activation rows, more than two groups gained nothing.)
+  // 26.5 against 24.5-25. (Eight: 30.4 at 4096x14336 but slower at the smaller shapes.) With
+  // two activation rows (MetaVoice's guidance rows), four groups gained nothing on one host and
+  // 3% on another: stage 1 at 30.9-31.4 steps/s against 29.9-30.5 with two (`cachet bench
+  // --random metavoice-1b --type Q4_K -t 2 --decode-steps 128`, CACHET_STREAM=4 and 2 in turn).
   template <int NX>
-  static constexpr int kMaxGroups = NX == 1 ? 4 : 2;
+  static constexpr int kMaxGroups = NX <= 2 ? 4 : 2;
   template <int NX>
   static constexpr StreamWay kDefaultWay = StreamWay::OnePrefetch;
   template <int NX>
