@@ -55,47 +55,16 @@ template <int S, int K>
   return sum;
 }
 
-// read_lines with 256-bit vectors (VNNI on ymm): two loads and two vpdpbusd per line, plus 2K
-// more on registers.
-template <int S, int K>
+// read_lines with 256-bit loads and vpdpbusd on the loaded bytes (two per line), plus 2K more
+// 256-bit vpdpbusd on registers per line, or (Wide) K 512-bit ones.
+template <int S, int K, bool Wide>
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512vnni"), gnu::noinline]] int read_lines256(
-    const uint8_t* p, size_t n) {
-  __m256i a[S], r[8];
-  for (int s = 0; s < S; ++s) a[s] = _mm256_setzero_si256();
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_set1_epi32(i + 1);
-  const __m256i x = _mm256_set1_epi32(0x01020304), y = _mm256_set1_epi32(0x05060708);
-  const size_t per = n / S;
-  int rr = 0;
-  for (size_t i = 0; i < per; i += 64)
-    for (int s = 0; s < S; ++s) {
-      const uint8_t* q = p + s * per + i;
-      a[s] = _mm256_dpbusd_epi32(a[s], _mm256_load_si256(reinterpret_cast<const __m256i*>(q)), x);
-      a[s] =
-          _mm256_dpbusd_epi32(a[s], _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32)), x);
-      for (int k = 0; k < 2 * K; ++k) {
-        r[rr] = _mm256_dpbusd_epi32(r[rr], x, y);
-        rr = (rr + 1) & 7;
-      }
-    }
-  __m256i t = r[0];
-  for (int s = 0; s < S; ++s) t = _mm256_add_epi32(t, a[s]);
-  for (int i = 1; i < 8; ++i) t = _mm256_add_epi32(t, r[i]);
-  alignas(32) int32_t v[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(v), t);
-  int sum = 0;
-  for (int32_t e : v) sum += e;
-  return sum;
-}
-
-// read_lines256 with the K extra vpdpbusd per line on 512-bit registers.
-template <int S, int K>
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512vnni"), gnu::noinline]] int read_lines_mixed(
     const uint8_t* p, size_t n) {
   __m256i a[S];
   __m512i r[8];
   for (int s = 0; s < S; ++s) a[s] = _mm256_setzero_si256();
   for (int i = 0; i < 8; ++i) r[i] = _mm512_set1_epi32(i + 1);
-  const __m256i x = _mm256_set1_epi32(0x01020304);
+  const __m256i x = _mm256_set1_epi32(0x01020304), y = _mm256_set1_epi32(0x05060708);
   const __m512i x5 = _mm512_set1_epi32(0x01020304), y5 = _mm512_set1_epi32(0x05060708);
   const size_t per = n / S;
   int rr = 0;
@@ -105,8 +74,11 @@ template <int S, int K>
       a[s] = _mm256_dpbusd_epi32(a[s], _mm256_load_si256(reinterpret_cast<const __m256i*>(q)), x);
       a[s] =
           _mm256_dpbusd_epi32(a[s], _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32)), x);
-      for (int k = 0; k < K; ++k) {
-        r[rr] = _mm512_dpbusd_epi32(r[rr], x5, y5);
+      for (int k = 0; k < (Wide ? K : 2 * K); ++k) {
+        if constexpr (Wide)
+          r[rr] = _mm512_dpbusd_epi32(r[rr], x5, y5);
+        else  // the low half only: a 256-bit instruction
+          r[rr] = _mm512_castsi256_si512(_mm256_dpbusd_epi32(_mm512_castsi512_si256(r[rr]), x, y));
         rr = (rr + 1) & 7;
       }
     }
@@ -212,23 +184,28 @@ CACHET_STREAM(8, 4)
 CACHET_STREAM(4, 8)
 CACHET_STREAM(8, 8)
 
-}  // namespace
-
-template <int S, int K>
+template <int S, int K, bool Wide>
 void Stream256(benchmark::State& state) {
-  stream_bytes(state, state.range(0) != 0 ? kCacheBytes : kMemBytes, read_lines256<S, K>);
+  stream_bytes(state, state.range(0) != 0 ? kCacheBytes : kMemBytes, read_lines256<S, K, Wide>);
 }
 #define CACHET_STREAM256(S, K) \
-  BENCHMARK(Stream256<S, K>)->ArgName("cache")->Arg(0)->Arg(1)->Threads(2)->UseRealTime();
+  BENCHMARK(Stream256<S, K, false>)->ArgName("cache")->Arg(0)->Arg(1)->Threads(2)->UseRealTime();
 CACHET_STREAM256(1, 0)
 CACHET_STREAM256(4, 0)
 CACHET_STREAM256(1, 4)
 CACHET_STREAM256(4, 4)
 CACHET_STREAM256(4, 8)
+BENCHMARK(Stream256<1, 4, true>)
+    ->Name("StreamMixed<1, 4>")
+    ->ArgName("cache")
+    ->Arg(0)
+    ->Threads(2)
+    ->UseRealTime();
+BENCHMARK(Stream256<1, 1, true>)
+    ->Name("StreamMixed<1, 1>")
+    ->ArgName("cache")
+    ->Arg(0)
+    ->Threads(2)
+    ->UseRealTime();
 
-template <int S, int K>
-void StreamMixed(benchmark::State& state) {
-  stream_bytes(state, state.range(0) != 0 ? kCacheBytes : kMemBytes, read_lines_mixed<S, K>);
-}
-BENCHMARK(StreamMixed<1, 4>)->ArgName("cache")->Arg(0)->Threads(2)->UseRealTime();
-BENCHMARK(StreamMixed<1, 1>)->ArgName("cache")->Arg(0)->Threads(2)->UseRealTime();
+}  // namespace
