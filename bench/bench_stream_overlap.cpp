@@ -55,15 +55,31 @@ template <int S, int K>
   return sum;
 }
 
+// The register type of read_lines256's extra work.
+template <bool Wide>
+struct RegOf {
+  using T = __m256i;
+};
+template <>
+struct RegOf<true> {
+  using T = __m512i;
+};
+
 // read_lines with 256-bit loads and vpdpbusd on the loaded bytes (two per line), plus 2K more
 // 256-bit vpdpbusd on registers per line, or (Wide) K 512-bit ones.
 template <int S, int K, bool Wide>
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512vnni"), gnu::noinline]] int read_lines256(
     const uint8_t* p, size_t n) {
+  using Reg = typename RegOf<Wide>::T;
   __m256i a[S];
-  __m512i r[8];
+  Reg r[8];
   for (int s = 0; s < S; ++s) a[s] = _mm256_setzero_si256();
-  for (int i = 0; i < 8; ++i) r[i] = _mm512_set1_epi32(i + 1);
+  for (int i = 0; i < 8; ++i) {
+    if constexpr (Wide)
+      r[i] = _mm512_set1_epi32(i + 1);
+    else
+      r[i] = _mm256_set1_epi32(i + 1);
+  }
   const __m256i x = _mm256_set1_epi32(0x01020304), y = _mm256_set1_epi32(0x05060708);
   const __m512i x5 = _mm512_set1_epi32(0x01020304), y5 = _mm512_set1_epi32(0x05060708);
   const size_t per = n / S;
@@ -77,18 +93,23 @@ template <int S, int K, bool Wide>
       for (int k = 0; k < (Wide ? K : 2 * K); ++k) {
         if constexpr (Wide)
           r[rr] = _mm512_dpbusd_epi32(r[rr], x5, y5);
-        else  // the low half only: a 256-bit instruction
-          r[rr] = _mm512_castsi256_si512(_mm256_dpbusd_epi32(_mm512_castsi512_si256(r[rr]), x, y));
+        else
+          r[rr] = _mm256_dpbusd_epi32(r[rr], x, y);
         rr = (rr + 1) & 7;
       }
     }
-  __m512i t = r[0];
-  for (int i = 1; i < 8; ++i) t = _mm512_add_epi32(t, r[i]);
+  alignas(64) int32_t v[sizeof(Reg) / 4];
+  alignas(32) int32_t w[8];
+  Reg t = r[0];
+  for (int i = 1; i < 8; ++i) {
+    if constexpr (Wide)
+      t = _mm512_add_epi32(t, r[i]);
+    else
+      t = _mm256_add_epi32(t, r[i]);
+  }
+  std::memcpy(v, &t, sizeof t);
   __m256i u = a[0];
   for (int s = 1; s < S; ++s) u = _mm256_add_epi32(u, a[s]);
-  alignas(64) int32_t v[16];
-  alignas(32) int32_t w[8];
-  _mm512_store_si512(v, t);
   _mm256_store_si256(reinterpret_cast<__m256i*>(w), u);
   int sum = 0;
   for (int32_t e : v) sum += e;
