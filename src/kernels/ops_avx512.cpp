@@ -25,6 +25,26 @@ struct Avx512Vec {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
+  // 2W bf16 values widened to f32 as two vectors: those at even and at odd positions (exact;
+  // one load and one instruction each).
+  static void load_bf16_pairs(const uint16_t* p, F& even, F& odd) {
+    const __m512i v = _mm512_loadu_si512(p);
+    even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xFFFF0000))));
+  }
+  // 2W floats from p as the vectors of their even and odd positions, and back.
+  static void load_pairs(const float* p, F& even, F& odd) {
+    const F a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + W);
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    even = _mm512_permutex2var_ps(a, ie, b);
+    odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(ie, _mm512_set1_epi32(1)), b);
+  }
+  static void store_pairs(float* p, F even, F odd) {
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    _mm512_storeu_ps(p, _mm512_permutex2var_ps(even, lo, odd));
+    _mm512_storeu_ps(p + W,
+                     _mm512_permutex2var_ps(even, _mm512_add_epi32(lo, _mm512_set1_epi32(8)), odd));
+  }
   static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static __mmask16 tail(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
   // The first n lanes from p, the rest 0 (lanes past n are not read).
