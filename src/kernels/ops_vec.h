@@ -296,42 +296,47 @@ struct VecOps {
   static void axpy_rows_of(const float* w, const T* v, int64_t stride, int64_t count, int64_t n,
                            float* y) {
     constexpr int64_t kFloatsPerRun = 8 * W * static_cast<int64_t>(sizeof(T)) / 4;
+    // bf16 rows where V reads them as even and odd positions (acc[2u], acc[2u + 1]: the even
+    // and odd values of y's u-th 2W): one load and one instruction per W values instead of a
+    // widening load and a shift. Each y[i] takes the same fused multiply-adds in the same
+    // order either way, so the outputs are the same.
+    constexpr bool kPairs = std::is_same_v<T, uint16_t> && requires(const uint16_t* p, F a) {
+      V::load_bf16_pairs(p, a, a);
+    };
     int64_t c = 0;
-    // bf16 rows where V reads them as even and odd positions: one load and one instruction
-    // per W values instead of a widening load and a shift; each y[i] still takes the same
-    // fused multiply-adds in the same order, so the outputs are the same.
-    if constexpr (std::is_same_v<T, uint16_t> && requires(F a) { V::load_bf16_pairs(v, a, a); }) {
-      for (; c + 8 * W <= n; c += 8 * W) {
-        F even[4], odd[4];
-        for (int u = 0; u < 4; ++u) V::load_pairs(y + c + 2 * u * W, even[u], odd[u]);
-        for (int64_t j = 0; j < count; ++j) {
-          if (j + kRowsAhead < count)
-            prefetch_run(reinterpret_cast<const float*>(v + (j + kRowsAhead) * stride + c),
-                         kFloatsPerRun);
-          const F wv = V::set1(w[j]);
-          const T* vr = v + j * stride + c;
-          for (int u = 0; u < 4; ++u) {
-            F ve, vo;
-            V::load_bf16_pairs(vr + 2 * u * W, ve, vo);
-            even[u] = V::fmadd(wv, ve, even[u]);
-            odd[u] = V::fmadd(wv, vo, odd[u]);
-          }
-        }
-        for (int u = 0; u < 4; ++u) V::store_pairs(y + c + 2 * u * W, even[u], odd[u]);
-      }
-    }
     for (; c + 8 * W <= n; c += 8 * W) {
       F acc[8];
-      for (int u = 0; u < 8; ++u) acc[u] = V::load(y + c + u * W);
+      for (int u = 0; u < 8; ++u) {
+        if constexpr (kPairs) {
+          if (u % 2 == 0) V::load_pairs(y + c + u * W, acc[u], acc[u + 1]);
+        } else {
+          acc[u] = V::load(y + c + u * W);
+        }
+      }
       for (int64_t j = 0; j < count; ++j) {
         if (j + kRowsAhead < count)
           prefetch_run(reinterpret_cast<const float*>(v + (j + kRowsAhead) * stride + c),
                        kFloatsPerRun);
         const F wv = V::set1(w[j]);
         const T* vr = v + j * stride + c;
-        for (int u = 0; u < 8; ++u) acc[u] = V::fmadd(wv, load_row(vr + u * W), acc[u]);
+        if constexpr (kPairs) {
+          for (int u = 0; u < 8; u += 2) {
+            F ve, vo;
+            V::load_bf16_pairs(vr + u * W, ve, vo);
+            acc[u] = V::fmadd(wv, ve, acc[u]);
+            acc[u + 1] = V::fmadd(wv, vo, acc[u + 1]);
+          }
+        } else {
+          for (int u = 0; u < 8; ++u) acc[u] = V::fmadd(wv, load_row(vr + u * W), acc[u]);
+        }
       }
-      for (int u = 0; u < 8; ++u) V::store(y + c + u * W, acc[u]);
+      for (int u = 0; u < 8; ++u) {
+        if constexpr (kPairs) {
+          if (u % 2 == 0) V::store_pairs(y + c + u * W, acc[u], acc[u + 1]);
+        } else {
+          V::store(y + c + u * W, acc[u]);
+        }
+      }
     }
     if (c == n) return;
     for (int64_t j = 0; j < count; ++j) {
