@@ -336,6 +336,103 @@ struct KQ6K {
   }
 };
 
+// Q2_K: 16 groups of 16 with 4-bit scales (low nibble) and mins (high nibble); the 2-bit values
+// of elements 128h + 32j + k are bits 2j, 2j + 1 of qs[32h + k]. Group g = 8h + 2j + (k >= 16),
+// so one 32-byte run of values holds two groups: lane 0 and lane 1 of the maddubs sums.
+struct KQ2K {
+  template <int NR>
+  static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
+    const int64_t nb = n / 256;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    __m256 acc[NR], macc[NR];
+    for (int r = 0; r < NR; ++r) acc[r] = macc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const int8_t* xq = x.qs + 256 * i;
+      const __m256i bs = loadu256(x.bsums + 16 * i);
+      for (int r = 0; r < NR; ++r) {
+        const block_q2_K* bl = blocks<block_q2_K>(rp[r]) + i;
+        const __m128i s = loadu128(bl->scales);
+        const __m128i sc = _mm_and_si128(s, m4);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4));
+        __m256i isum = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+          const __m256i q = loadu256(bl->qs + 32 * h);
+          for (int j = 0; j < 4; ++j) {
+            const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3);
+            const __m256i p = _mm256_maddubs_epi16(u, loadu256(xq + 128 * h + 32 * j));
+            isum = dot_ww(isum, p, pair_scales(sc, 8 * h + 2 * j));
+          }
+        }
+        const float dx = x.d[i];
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h2f(bl->d) * dx), acc[r]);
+        macc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bs)),
+                                  _mm256_set1_ps(h2f(bl->dmin) * dx), macc[r]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) out[r] = hsum8(acc[r]) - hsum8(macc[r]);
+  }
+};
+
+// The sixteen 6-bit scales of a Q3_K block (12 bytes at s), bias 32 removed: low 4 bits from
+// bytes 0-7 (low nibbles for groups 0-7, high for 8-15), high 2 bits of group g from bits
+// 2 (g / 4), 2 (g / 4) + 1 of byte 8 + g % 4.
+inline __m128i q3k_scales16(const uint8_t* s) {
+  alignas(16) uint8_t b[16] = {};
+  std::memcpy(b, s, 12);
+  const __m128i a = _mm_load_si128(reinterpret_cast<const __m128i*>(b));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i low =
+      _mm_unpacklo_epi64(_mm_and_si128(a, m4), _mm_and_si128(_mm_srli_epi16(a, 4), m4));
+  uint32_t aux;
+  std::memcpy(&aux, s + 8, 4);
+  const __m128i hv =
+      _mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(aux)), _mm_setr_epi32(0, 2, 4, 6));
+  const __m128i high = _mm_slli_epi16(_mm_and_si128(hv, _mm_set1_epi8(3)), 4);
+  return _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
+}
+
+// Q3_K: the 2 low bits of each value as in Q2_K, the third in hmask (bit j + 4h of byte k for
+// element 128h + 32j + k); value = (low | third << 2) - 4, 16 groups with signed scales. The
+// -4 is taken off through the block sums of x.
+struct KQ3K {
+  template <int NR>
+  static void run(const uint8_t* const* rp, const XPrep& x, int64_t n, float* out) {
+    const int64_t nb = n / 256;
+    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4);
+    __m256 acc[NR];
+    for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const int8_t* xq = x.qs + 256 * i;
+      const __m256i bs = loadu256(x.bsums + 16 * i);
+      for (int r = 0; r < NR; ++r) {
+        const block_q3_K* bl = blocks<block_q3_K>(rp[r]) + i;
+        const __m128i sc = q3k_scales16(bl->scales);
+        const __m256i hm = loadu256(bl->hmask);
+        __m256i isum = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+          const __m256i q = loadu256(bl->qs + 32 * h);
+          for (int j = 0; j < 4; ++j) {
+            const int bit = 4 * h + j;  // moved to bit 2 of each byte
+            const __m256i hb =
+                bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit);
+            const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3),
+                                              _mm256_and_si256(hb, m4));
+            const __m256i p = _mm256_maddubs_epi16(u, loadu256(xq + 128 * h + 32 * j));
+            isum = dot_ww(isum, p, pair_scales(sc, 8 * h + 2 * j));
+          }
+        }
+        // offset -4: subtract 4 * sum_g scale[g] * bsums[g]
+        const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), bs);
+        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(corr, 2));
+        acc[r] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h2f(bl->d) * x.d[i]), acc[r]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) out[r] = hsum8(acc[r]);
+  }
+};
+
 // ---- any other type: dequantize the row, then f32 FMA ------------------------------------
 
 void rows_generic(const MatView& w, const XPrep& x, float* y, int64_t r0, int64_t r1) {
@@ -374,7 +471,9 @@ Kernel kernel_256(DType t) {
     case DType::Q6_K:
       return {rows_tiled<KQ6K, 2>, XKind::Q8_K};
     case DType::Q2_K:
+      return {rows_tiled<KQ2K, 2>, XKind::Q8_K};
     case DType::Q3_K:
+      return {rows_tiled<KQ3K, 2>, XKind::Q8_K};
     case DType::Q8_1:
     case DType::Q8_K:
       return {rows_generic, XKind::F32};
