@@ -28,6 +28,8 @@ enum class MatLayout : uint8_t {
   Q8_0_X16,  // Q8_0
   Q6K_X16,   // Q6_K
   BF16_X16,  // BF16
+  Q4_0_X16,  // Q4_0
+  Q4_1_X16,  // Q4_1
 };
 
 struct MatView {

@@ -237,7 +237,8 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
         const int64_t t0 = std::max(b, pe);
         if (t0 >= e) return;
         if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);
-        k.multi[n_rows - 2](w, preps, y, w.rows, t0, e);
+        if (k.multi[n_rows - 2]) return k.multi[n_rows - 2](w, preps, y, w.rows, t0, e);
+        for (int64_t j = 0; j < n_rows; ++j) k.rows(w, preps[j], y + j * w.rows, t0, e);
       },
       kern::stream_way_groups(pick.way));
   if (pick.measure)

@@ -40,6 +40,14 @@ inline void prefetch_chunk(const uint8_t* p, int64_t bytes) {
     _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
 }
 
+// The lines of bytes [p, p + n), for a kernel that asks for its stream a few lines at a time
+// (SpreadPrefetch). Pieces that do not start lines ask for a line twice now and then.
+template <int64_t N>
+[[gnu::always_inline]] inline void prefetch_lines(const uint8_t* p) {
+  for (int64_t l = 0; l < N; l += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
+}
+
 // Every kernel here is written for NX activation rows at once (run<NR, NX>): a weight block
 // is loaded and decoded once, then multiplied with each activation row by the same instruction
 // sequence as with one row, so the outputs do not depend on NX.
@@ -348,8 +356,6 @@ struct KQ6K_512 {
 
 struct KQ4K_X16 {
   static constexpr int64_t kChunkCols = 256, kChunkBytes = kX16Chunk;
-  template <int G>
-  static constexpr int64_t kPrefetchChunks = 2;
   static constexpr int kAcc = 1;
   // Four groups side by side (one activation row): at 4096x14336, 2 threads, alternating runs
   // over 1 GiB of copies, 29.5-29.7 GB/s against 26.0-26.5 with two; 2560x7680 and 7680x2560
@@ -360,8 +366,9 @@ struct KQ4K_X16 {
   template <int NX>
   static constexpr int kMaxGroups = NX <= 2 ? 4 : 2;
   template <int NX>
-  static constexpr StreamWay kDefaultWay = StreamWay::OnePrefetch;
-  template <int NX>
+  static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
+  static constexpr int64_t kPrefetchBytes = 2048;
+  template <int NX, bool PF>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m6w = _mm512_set1_epi16(0x3F);
@@ -376,6 +383,8 @@ struct KQ4K_X16 {
                       _mm_hadd_epi16(loadu128(bs), loadu128(bs + 8)));
     }
     for (int k = 0; k < 4; ++k) {
+      if constexpr (PF)  // a quarter of a chunk's 36 lines per sub-block pair
+        prefetch_lines<kChunkBytes / 4>(c + kPrefetchBytes + kChunkBytes / 4 * k);
       // A bytes as words: lane r = (byte of sub-block 2k, byte of 2k + 1) of row r
       const __m512i a = _mm512_cvtepu8_epi16(loadu256(c + 64 + 32 * k));
       const __m512i b = _mm512_cvtepu8_epi32(loadu128(c + 192 + 16 * k));
@@ -466,6 +475,55 @@ struct KQ8_0_X16 {
   }
 };
 
+// ---- Q4_0 and Q4_1, 16 interleaved rows (MatLayout::Q4_0_X16, Q4_1_X16, repack.cpp) ----------
+//
+// The blocks' nibble bytes as stored, four columns of 16 rows per lane group: the low nibbles
+// (columns 4k..4k+3) are dotted as they are, the high ones (16 + 4k..) at 16 times their value
+// and shifted down exactly, as in Q4_K. Q4_0's -8 enters as -8 * (sum of the activation
+// block), the start of the low sum; Q4_1 adds m * (sum of the activation block) in f32.
+
+template <bool kMin>
+struct KQ4_X16 {
+  static constexpr int64_t kChunkCols = 32, kChunkBytes = kMin ? kQ41X16Chunk : kQ40X16Chunk;
+  static constexpr int64_t kQ = kMin ? 64 : 32;  // where the nibbles start
+  template <int G>
+  static constexpr int64_t kPrefetchChunks = 4;
+  static constexpr int kAcc = 1;
+  template <int NX>
+  static constexpr int kMaxGroups = NX <= 2 ? 4 : 2;
+  template <int NX>
+  static constexpr StreamWay kDefaultWay = StreamWay::Two;
+  template <int NX>
+  [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t b, const XPrep* xs,
+                                                  __m512 (&acc0)[kAcc][NX]) {
+    __m512(&acc)[NX] = acc0[0];
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i lo[4], hi[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = loadu512(c + kQ + 64 * k);
+      lo[k] = _mm512_and_si512(v, m4);
+      hi[k] = _mm512_andnot_si512(m4, v);
+    }
+    const __m512 d = _mm512_cvtph_ps(loadu256(c));
+    for (int j = 0; j < NX; ++j) {
+      const XPrep& x = xs[j];
+      const int32_t* xq = reinterpret_cast<const int32_t*>(x.qs + 32 * b);
+      __m512i dlo = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(-8 * x.isum[b]);
+      __m512i dhi = _mm512_setzero_si512();
+      for (int k = 0; k < 4; ++k) {
+        dlo = _mm512_dpbusd_epi32(dlo, lo[k], _mm512_set1_epi32(xq[k]));
+        dhi = _mm512_dpbusd_epi32(dhi, hi[k], _mm512_set1_epi32(xq[4 + k]));
+      }
+      const __m512i sum = _mm512_add_epi32(dlo, _mm512_srai_epi32(dhi, 4));
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(x.d[b])),
+                               acc[j]);
+      if constexpr (kMin)
+        acc[j] =
+            _mm512_fmadd_ps(_mm512_cvtph_ps(loadu256(c + 32)), _mm512_set1_ps(x.fsum[b]), acc[j]);
+    }
+  }
+};
+
 // ---- Q6_K, 16 interleaved rows (MatLayout::Q6K_X16, repack.cpp) ------------------------------
 //
 // Per 16-column sub-block, three vectors hold the 6-bit weights of columns 0-11 in bits 0-5
@@ -476,14 +534,13 @@ struct KQ8_0_X16 {
 
 struct KQ6K_X16 {
   static constexpr int64_t kChunkCols = 256, kChunkBytes = kQ6X16Chunk;
-  template <int G>
-  static constexpr int64_t kPrefetchChunks = 2;
   static constexpr int kAcc = 1;
   template <int NX>
   static constexpr int kMaxGroups = 2;
   template <int NX>
   static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
-  template <int NX>
+  static constexpr int64_t kPrefetchBytes = 2048;
+  template <int NX, bool PF>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
     const __m512i m6 = _mm512_set1_epi8(0x3F), m03 = _mm512_set1_epi8(0x03);
@@ -492,6 +549,8 @@ struct KQ6K_X16 {
     __m512i iacc[NX];
     for (int j = 0; j < NX; ++j) iacc[j] = _mm512_setzero_si512();
     for (int t = 0; t < 16; ++t) {
+      if constexpr (PF)  // the lines of a 16th of the chunk per sub-block
+        prefetch_lines<kChunkBytes / 16>(c + kPrefetchBytes + kChunkBytes / 16 * t);
       const uint8_t* wp = c + 288 + 192 * t;
       const __m512i a = loadu512(wp), b = loadu512(wp + 64), e = loadu512(wp + 128);
       __m512i w[4];
@@ -644,11 +703,25 @@ concept TileKernel = requires {
   K::kTiles;
 };
 
+// A kernel with large chunks prefetches inside chunk<NX, PF>(), a few lines at a time between
+// its own loads, kPrefetchBytes ahead; the others take the lines of a chunk some chunks ahead
+// at once (run_groups).
+template <typename K>
+concept SpreadPrefetch = requires {
+  K::kPrefetchBytes;
+};
+
 // An interleaved kernel K gives kChunkCols and kChunkBytes (one chunk of a group of 16 rows),
 // kAcc accumulators per activation row, kMaxGroups<NX> (groups it can read side by side: its
 // accumulators must fit in registers), kDefaultWay<NX> (the StreamWay used until one has been
-// measured), kPrefetchChunks<G> (how far ahead to prefetch, in chunks, when a way prefetches)
-// and chunk<NX>(), which adds one chunk's products to the accumulators.
+// measured), and chunk<NX>(), which adds one chunk's products to the accumulators. When a way
+// prefetches, kPrefetchChunks<G> says how many chunks ahead a chunk's lines are asked for, all
+// at once; a kernel with large chunks gives kPrefetchBytes instead and its chunk<NX, PF>()
+// asks for them a few at a time between its loads (SpreadPrefetch). Spread out, 2 KiB ahead,
+// Q4_K streamed 33.5-34.3 GB/s at 4096x14336 with two groups against 30.6-31.7 without
+// prefetching and 29.3-30.4 with the same lines asked for at each chunk's start, 1-3 KiB
+// ahead (2 threads, `cachet bench kernels --quick --types Q4_K` with CACHET_STREAM=2 and a
+// build that read the distance and the way from the environment, not kept).
 //
 // G groups of 16 rows at once with kernel K: chunk by chunk, each group with its own
 // accumulators and the same instruction sequence as alone, so a group's outputs do not depend
@@ -667,9 +740,13 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
   for (int64_t i = 0; i < nb; ++i)
     for (int g = 0; g < G; ++g) {
       const uint8_t* c = groups[g] + i * K::kChunkBytes;
-      if constexpr (PF)
-        prefetch_chunk(c + K::template kPrefetchChunks<G> * K::kChunkBytes, K::kChunkBytes);
-      K::template chunk<NX>(c, i, xs, acc[g]);
+      if constexpr (SpreadPrefetch<K>) {
+        K::template chunk<NX, PF>(c, i, xs, acc[g]);
+      } else {
+        if constexpr (PF)
+          prefetch_chunk(c + K::template kPrefetchChunks<G> * K::kChunkBytes, K::kChunkBytes);
+        K::template chunk<NX>(c, i, xs, acc[g]);
+      }
     }
   for (int g = 0; g < G; ++g)
     for (int j = 0; j < NX; ++j) {
@@ -775,6 +852,10 @@ auto with_x16_kernel(MatLayout layout, MatmulPath path, Fn&& fn) {
       return fn.template operator()<KQ6K_X16>();
     case MatLayout::Q8_0_X16:
       return fn.template operator()<KQ8_0_X16>();
+    case MatLayout::Q4_0_X16:
+      return fn.template operator()<KQ4_X16<false>>();
+    case MatLayout::Q4_1_X16:
+      return fn.template operator()<KQ4_X16<true>>();
     case MatLayout::BF16_X16:  // the arithmetic of the matmul path, so steps equal prefills
       switch (path) {
         case MatmulPath::Bf16:

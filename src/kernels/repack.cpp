@@ -32,6 +32,14 @@
 // 64 bytes; bytes 4r..4r+3 are row r's values at columns 2k and 2k + 1 (the operand layout of
 // vdpbf16ps, and of the bf16 panels of matmul).
 //
+// Q4_0_X16 and Q4_1_X16: the 16 blocks of 16 rows at one 32-column position become one chunk
+// of 288 (Q4_0) or 320 (Q4_1) bytes:
+//
+//   [0, 32)      d of rows 0..15 (f16, as stored)
+//   [32, 64)     Q4_1 only: m of rows 0..15 (f16, as stored)
+//   then         for q (0..3), 64 bytes; bytes 4r..4r+3 are row r's qs[4q..4q+3] as stored
+//                (columns 4q + i in the low nibbles, 16 + 4q + i in the high ones)
+//
 // sc and m are the 6-bit sub-block scales and mins of the Q4_K block. Nothing is lost or
 // rounded: unpacking gives back the original blocks byte for byte. The layout lets a 512-bit
 // integer dot product (vpdpbusd) take four columns of 16 rows against four broadcast
@@ -236,6 +244,43 @@ void bf16_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
   for (int k = 0; k < 16; ++k) std::memcpy(dst + 4 * k, chunk + 64 * k + 4 * r, 4);
 }
 
+namespace {
+
+// Q4_0 (kMin false) and Q4_1 (true) blocks of 16 rows <-> one chunk.
+template <typename B, bool kMin>
+void q4_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  uint8_t* q = out + (kMin ? 64 : 32);
+  for (int r = 0; r < kX16Rows; ++r) {
+    const auto& b = *reinterpret_cast<const B*>(rows[r]);
+    std::memcpy(out + 2 * r, &b.d, 2);
+    if constexpr (kMin) std::memcpy(out + 32 + 2 * r, &b.m, 2);
+    for (int k = 0; k < 4; ++k) std::memcpy(q + 64 * k + 4 * r, b.qs + 4 * k, 4);
+  }
+}
+template <typename B, bool kMin>
+void q4_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  auto& b = *reinterpret_cast<B*>(dst);
+  std::memcpy(&b.d, chunk + 2 * r, 2);
+  if constexpr (kMin) std::memcpy(&b.m, chunk + 32 + 2 * r, 2);
+  const uint8_t* q = chunk + (kMin ? 64 : 32);
+  for (int k = 0; k < 4; ++k) std::memcpy(b.qs + 4 * k, q + 64 * k + 4 * r, 4);
+}
+
+}  // namespace
+
+void q4_0_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  q4_x16_pack<block_q4_0, false>(rows, out);
+}
+void q4_0_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  q4_x16_unpack_row<block_q4_0, false>(chunk, r, dst);
+}
+void q4_1_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  q4_x16_pack<block_q4_1, true>(rows, out);
+}
+void q4_1_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  q4_x16_unpack_row<block_q4_1, true>(chunk, r, dst);
+}
+
 }  // namespace kern
 
 namespace {
@@ -256,6 +301,10 @@ X16Format format(MatLayout l) {
       return {kern::kQ6X16Chunk, 256, kern::q6k_x16_pack, kern::q6k_x16_unpack_row};
     case MatLayout::BF16_X16:
       return {kern::kBf16X16Chunk, 32, kern::bf16_x16_pack, kern::bf16_x16_unpack_row};
+    case MatLayout::Q4_0_X16:
+      return {kern::kQ40X16Chunk, 32, kern::q4_0_x16_pack, kern::q4_0_x16_unpack_row};
+    case MatLayout::Q4_1_X16:
+      return {kern::kQ41X16Chunk, 32, kern::q4_1_x16_pack, kern::q4_1_x16_unpack_row};
     default:
       return {kern::kQ8X16Chunk, 32, kern::q8_0_x16_pack, kern::q8_0_x16_unpack_row};
   }
@@ -275,6 +324,8 @@ MatLayout preferred_layout(const MatView& w) {
   if (w.type == DType::Q4_K) return MatLayout::Q4K_X16;
   if (w.type == DType::Q8_0) return MatLayout::Q8_0_X16;
   if (w.type == DType::Q6_K) return MatLayout::Q6K_X16;
+  if (w.type == DType::Q4_0) return MatLayout::Q4_0_X16;
+  if (w.type == DType::Q4_1) return MatLayout::Q4_1_X16;
   if (w.type == DType::BF16 && w.cols % 32 == 0) return MatLayout::BF16_X16;
   return MatLayout::Rows;
 }
@@ -326,7 +377,7 @@ void unpack_row_blocks(const MatView& w, int64_t r, int64_t b0, int64_t nb, uint
                b0 + nb, ") are not whole ", fmt.chunk_cols, "-column chunks");
   for (int64_t i = 0; i < nb / per_chunk; ++i)
     fmt.unpack(group + (b0 / per_chunk + i) * fmt.chunk_bytes, static_cast<int>(r % kern::kX16Rows),
-           dst + i * per_chunk * bb);
+               dst + i * per_chunk * bb);
 }
 
 PackedMat unpack_matrix(const MatView& w) {

@@ -19,7 +19,8 @@ using namespace cachet;
 
 namespace {
 
-const DType kPacked[] = {DType::Q4_K, DType::Q8_0, DType::Q6_K, DType::BF16};
+const DType kPacked[] = {DType::Q4_K, DType::Q8_0, DType::Q6_K,
+                         DType::BF16, DType::Q4_0, DType::Q4_1};
 
 struct Mat {
   std::vector<uint8_t> bytes;
@@ -77,6 +78,8 @@ TEST(Repack, UnpackGivesBackEveryBlockByteForByte) {
       ASSERT_EQ(p.view.layout, t == DType::Q4_K   ? MatLayout::Q4K_X16
                                : t == DType::Q8_0 ? MatLayout::Q8_0_X16
                                : t == DType::BF16 ? MatLayout::BF16_X16
+                               : t == DType::Q4_0 ? MatLayout::Q4_0_X16
+                               : t == DType::Q4_1 ? MatLayout::Q4_1_X16
                                                   : MatLayout::Q6K_X16);
       ASSERT_NE(p.view.data, m.view.data);
       EXPECT_NE(0, std::memcmp(p.view.data, m.view.data, m.bytes.size()));  // really rearranged
