@@ -66,6 +66,20 @@ void warm_up(int nx, int max_steps, Step&& step) {
 }
 constexpr int kMaxWarmupSteps = 64;
 
+// The stream way each interleaved layout chose by measurement for nx activation rows
+// (docs/architecture.md, "Streams from memory"): `stream Q4_K, 1 row: 2 groups + prefetch`.
+void print_stream_ways(int nx) {
+  const std::pair<MatLayout, const char*> layouts[] = {
+      {MatLayout::Q4K_X16, "Q4_K"},  {MatLayout::Q6K_X16, "Q6_K"},  {MatLayout::Q8_0_X16, "Q8_0"},
+      {MatLayout::BF16_X16, "BF16"}, {MatLayout::Q4_0_X16, "Q4_0"}, {MatLayout::Q4_1_X16, "Q4_1"}};
+  for (const auto& [layout, name] : layouts) {
+    const StreamChoice c = stream_choice(layout, nx);
+    if (c.measured)
+      std::printf("stream %s, %d row%s: %s\n", name, nx, nx == 1 ? "" : "s",
+                  std::string(stream_way_name(c.way)).c_str());
+  }
+}
+
 // Decodes n tokens one at a time; returns tokens per second.
 double decode_speed(LanguageModel& model, State& state, int n, std::vector<float>& logits) {
   auto toks = random_tokens(n, model.info().vocab_size, 7 + state.position());
@@ -199,6 +213,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
     sps = (steps - 1) / seconds_since(t0);
   });
   print_roofline_share(probes, "stage1 step", sps, "steps/s", info.weight_bytes);
+  print_stream_ways(2);
   std::printf("peak RSS: %.2f GiB\n", peak_rss_gib());
   std::printf("state: %.1f MiB after %lld positions\n", state.bytes() / (1024.0 * 1024.0),
               static_cast<long long>(state.position()));
@@ -268,6 +283,7 @@ int bench_model(const BenchModelArgs& args) {
   };
   double rss512 = 0;
   decode_figure(prompt, &rss512);
+  print_stream_ways(1);
   if (args.long_context > state.position()) {
     advance_to(*model, state, args.long_context, 512, logits);
     decode_figure(args.long_context, nullptr);
