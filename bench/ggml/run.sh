@@ -25,8 +25,9 @@ if [ ! -e "$build/src/libggml.so" ]; then
 fi
 cc -O2 -o "$build/ggml_matvec" "$here/ggml_matvec.c" -I"$ggml/include" -L"$build/src" \
   -lggml -lggml-cpu -lggml-base -Wl,-rpath,"$build/src"
-for type in Q4_K Q6_K Q8_0 BF16; do
-  gtype=$(echo "$type" | sed 's/^Q\([0-9]\)_0$/q\1_0/; s/^Q\([0-9]\)_K$/q\1_K/; s/^BF16$/bf16/')
+# TYPES (environment) picks the weight types, cachet's names: Q4_K Q6_K Q8_0 BF16 by default.
+for type in ${TYPES:-Q4_K Q6_K Q8_0 BF16}; do
+  gtype=$(echo "$type" | sed 's/^Q/q/; s/^BF16$/bf16/; s/^F16$/f16/; s/^F32$/f32/')
   "$cachet" bench kernels --quick -t "$threads" --types "$type" 2>&1 | grep -E '^(bandwidth|matvec)'
   for shape in "2560 7680" "7680 2560" "4096 14336"; do
     # shellcheck disable=SC2086

@@ -8,6 +8,7 @@
 #pragma once
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -374,20 +375,17 @@ struct KQ2K {
   }
 };
 
-// The sixteen 6-bit scales of a Q3_K block (12 bytes at s), bias 32 removed: low 4 bits from
-// bytes 0-7 (low nibbles for groups 0-7, high for 8-15), high 2 bits of group g from bits
-// 2 (g / 4), 2 (g / 4) + 1 of byte 8 + g % 4.
-inline __m128i q3k_scales16(const uint8_t* s) {
-  alignas(16) uint8_t b[16] = {};
-  std::memcpy(b, s, 12);
-  const __m128i a = _mm_load_si128(reinterpret_cast<const __m128i*>(b));
+// The sixteen 6-bit scales of a Q3_K block, bias 32 removed: low 4 bits from scale bytes 0-7
+// (low nibbles for groups 0-7, high for 8-15), high 2 bits of group g from bits 2 (g / 4),
+// 2 (g / 4) + 1 of scale byte 8 + g % 4. The 12 scale bytes sit at 96-107 of the 110-byte block;
+// they are read as bytes 94-109, inside the block, and shifted down.
+static_assert(offsetof(block_q3_K, scales) == 96 && sizeof(block_q3_K) == 110);
+inline __m128i q3k_scales16(const block_q3_K* bl) {
+  const __m128i a = _mm_srli_si128(loadu128(bl->scales - 2), 2);
   const __m128i m4 = _mm_set1_epi8(0x0F);
   const __m128i low =
       _mm_unpacklo_epi64(_mm_and_si128(a, m4), _mm_and_si128(_mm_srli_epi16(a, 4), m4));
-  uint32_t aux;
-  std::memcpy(&aux, s + 8, 4);
-  const __m128i hv =
-      _mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(aux)), _mm_setr_epi32(0, 2, 4, 6));
+  const __m128i hv = _mm_srlv_epi32(_mm_shuffle_epi32(a, 0xAA), _mm_setr_epi32(0, 2, 4, 6));
   const __m128i high = _mm_slli_epi16(_mm_and_si128(hv, _mm_set1_epi8(3)), 4);
   return _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
 }
@@ -407,7 +405,7 @@ struct KQ3K {
       const __m256i bs = loadu256(x.bsums + 16 * i);
       for (int r = 0; r < NR; ++r) {
         const block_q3_K* bl = blocks<block_q3_K>(rp[r]) + i;
-        const __m128i sc = q3k_scales16(bl->scales);
+        const __m128i sc = q3k_scales16(bl);
         const __m256i hm = loadu256(bl->hmask);
         __m256i isum = _mm256_setzero_si256();
         for (int h = 0; h < 2; ++h) {
