@@ -30,6 +30,7 @@ enum class MatLayout : uint8_t {
   BF16_X16,  // BF16
   Q4_0_X16,  // Q4_0
   Q4_1_X16,  // Q4_1
+  Q5K_X16,   // Q5_K
 };
 
 struct MatView {

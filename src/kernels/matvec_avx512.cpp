@@ -1,6 +1,7 @@
 // AVX-512 matvec kernels: 512-bit kernels for the most used weight types (F32, F16, BF16, Q8_0,
 // Q4_K, Q6_K); the other types use the 256-bit kernels built with VNNI dot products.
 #define CACHET_VECDOT_VNNI 1
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/matmul_dequant.h"
@@ -16,6 +17,12 @@ inline float hsum16(__m512 v) {
 }
 inline __m512i loadu512(const void* p) {
   return _mm512_loadu_si512(p);
+}
+// 64 bits at p as a byte mask.
+inline __mmask64 load_mask64(const uint8_t* p) {
+  uint64_t m;
+  std::memcpy(&m, p, 8);
+  return _cvtu64_mask64(m);
 }
 // [a | b] from two 256-bit loads.
 inline __m512i load2x256(const void* a, const void* b) {
@@ -354,8 +361,9 @@ struct KQ6K_512 {
 // vpmulld, two micro-ops, per sub-block); the integers are the same as multiplying each sum
 // by its scale: over 8 sub-blocks at most 8 * 63 * 2 * 16 * 15 * 128, inside int32.
 
-struct KQ4K_X16 {
-  static constexpr int64_t kChunkCols = 256, kChunkBytes = kX16Chunk;
+template <bool kFive>
+struct KQ45K_X16 {
+  static constexpr int64_t kChunkCols = 256, kChunkBytes = kFive ? kQ5X16Chunk : kX16Chunk;
   static constexpr int kAcc = 1;
   // Four groups side by side (one activation row): at 4096x14336, 2 threads, alternating runs
   // over 1 GiB of copies, 29.5-29.7 GB/s against 26.0-26.5 with two; 2560x7680 and 7680x2560
@@ -383,7 +391,7 @@ struct KQ4K_X16 {
                       _mm_hadd_epi16(loadu128(bs), loadu128(bs + 8)));
     }
     for (int k = 0; k < 4; ++k) {
-      if constexpr (PF)  // a quarter of a chunk's 36 lines per sub-block pair
+      if constexpr (PF)  // a quarter of a chunk's lines (Q4_K 36, Q5_K 44) per sub-block pair
         prefetch_lines<kChunkBytes / 4>(c + kPrefetchBytes + kChunkBytes / 4 * k);
       // A bytes as words: lane r = (byte of sub-block 2k, byte of 2k + 1) of row r
       const __m512i a = _mm512_cvtepu8_epi16(loadu256(c + 64 + 32 * k));
@@ -405,8 +413,17 @@ struct KQ4K_X16 {
         __m512i lo[4], hi[4];
         for (int t = 0; t < 4; ++t) {
           const __m512i v = loadu512(q + 64 * t);
-          lo[t] = _mm512_and_si512(v, m4);
-          hi[t] = _mm512_andnot_si512(m4, v);
+          if constexpr (kFive) {  // both at their value, plus 16 where the fifth bit is set
+            const uint8_t* h5 = c + kX16Chunk + 64 * s + 16 * t;
+            const __m512i c16 = _mm512_set1_epi8(16);
+            lo[t] = _mm512_and_si512(v, m4);
+            lo[t] = _mm512_mask_add_epi8(lo[t], load_mask64(h5), lo[t], c16);
+            hi[t] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            hi[t] = _mm512_mask_add_epi8(hi[t], load_mask64(h5 + 8), hi[t], c16);
+          } else {
+            lo[t] = _mm512_and_si512(v, m4);
+            hi[t] = _mm512_andnot_si512(m4, v);
+          }
         }
         for (int j = 0; j < NX; ++j) {
           const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
@@ -420,13 +437,25 @@ struct KQ4K_X16 {
       // Each sum is at most 16 * 15 * 128 in magnitude (dhi: once shifted down, exactly, as
       // it is 16 times the high nibbles' sum), so the sums of 2k and 2k + 1 fit as the two
       // words of a lane, and vpdpwssd multiplies them by their scales and adds both
-      for (int j = 0; j < NX; ++j) {
-        const __m512i lo_pair = _mm512_ternarylogic_epi32(
-            dlo[0][j], _mm512_slli_epi32(dlo[1][j], 16), low_words, 0xE4);  // C ? A : B
-        const __m512i hi_pair = _mm512_ternarylogic_epi32(
-            _mm512_srai_epi32(dhi[0][j], 4), _mm512_slli_epi32(dhi[1][j], 12), low_words, 0xE4);
-        iacc[j] = _mm512_dpwssd_epi32(iacc[j], lo_pair, sc);
-        iacc[j] = _mm512_dpwssd_epi32(iacc[j], hi_pair, sc);
+      if constexpr (kFive) {
+        // A sub-block's sum is up to 32 * 31 * 128, past a word: int32 products with the
+        // scales (words 0 and 1 of sc's lanes), at most 8 * 63 * 32 * 31 * 128 in all
+        const __m512i sc0 = _mm512_and_si512(sc, low_words), sc1 = _mm512_srli_epi32(sc, 16);
+        for (int j = 0; j < NX; ++j) {
+          iacc[j] = _mm512_add_epi32(
+              iacc[j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[0][j], dhi[0][j]), sc0));
+          iacc[j] = _mm512_add_epi32(
+              iacc[j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[1][j], dhi[1][j]), sc1));
+        }
+      } else {
+        for (int j = 0; j < NX; ++j) {
+          const __m512i lo_pair = _mm512_ternarylogic_epi32(
+              dlo[0][j], _mm512_slli_epi32(dlo[1][j], 16), low_words, 0xE4);  // C ? A : B
+          const __m512i hi_pair = _mm512_ternarylogic_epi32(
+              _mm512_srai_epi32(dhi[0][j], 4), _mm512_slli_epi32(dhi[1][j], 12), low_words, 0xE4);
+          iacc[j] = _mm512_dpwssd_epi32(iacc[j], lo_pair, sc);
+          iacc[j] = _mm512_dpwssd_epi32(iacc[j], hi_pair, sc);
+        }
       }
     }
     const __m512 d = _mm512_cvtph_ps(loadu256(c));
@@ -438,6 +467,8 @@ struct KQ4K_X16 {
     }
   }
 };
+using KQ4K_X16 = KQ45K_X16<false>;
+using KQ5K_X16 = KQ45K_X16<true>;
 
 // ---- Q8_0, 16 interleaved rows (MatLayout::Q8_0_X16, repack.cpp) -----------------------------
 //
@@ -856,6 +887,8 @@ auto with_x16_kernel(MatLayout layout, MatmulPath path, Fn&& fn) {
       return fn.template operator()<KQ4_X16<false>>();
     case MatLayout::Q4_1_X16:
       return fn.template operator()<KQ4_X16<true>>();
+    case MatLayout::Q5K_X16:
+      return fn.template operator()<KQ5K_X16>();
     case MatLayout::BF16_X16:  // the arithmetic of the matmul path, so steps equal prefills
       switch (path) {
         case MatmulPath::Bf16:

@@ -32,6 +32,11 @@
 // 64 bytes; bytes 4r..4r+3 are row r's values at columns 2k and 2k + 1 (the operand layout of
 // vdpbf16ps, and of the bf16 panels of matmul).
 //
+// Q5K_X16: the 16 Q5_K blocks of 16 rows at one 256-column position become one 2816-byte
+// chunk: [0, 2304) as in Q4K_X16 (d, dmin, scales and mins, the low four bits of each value),
+// then for sub-block s (0..7) and q (0..3), 16 bytes: a 64-bit mask whose bit 4r + i is the
+// fifth bit of row r's value at column 32s + 4q + i, and one for column 32s + 16 + 4q + i.
+//
 // Q4_0_X16 and Q4_1_X16: the 16 blocks of 16 rows at one 32-column position become one chunk
 // of 288 (Q4_0) or 320 (Q4_1) bytes:
 //
@@ -97,10 +102,15 @@ inline void store32(uint8_t* p, uint32_t v) {
 
 }  // namespace
 
-void q4k_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+namespace {
+
+// The Q4K_X16 part of a chunk (all of it for Q4_K, the first 2304 bytes for Q5_K) from the d,
+// dmin, scales and low nibbles of 16 rows' Q4_K or Q5_K blocks (Blk), and back.
+template <typename Blk>
+void k4_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
   uint8_t sc[kX16Rows][8], m[kX16Rows][8];
   for (int r = 0; r < kX16Rows; ++r) {
-    const auto& b = *reinterpret_cast<const block_q4_K*>(rows[r]);
+    const auto& b = *reinterpret_cast<const Blk*>(rows[r]);
     std::memcpy(out + 2 * r, &b.d, 2);
     std::memcpy(out + 32 + 2 * r, &b.dmin, 2);
     q4k_scales_decode(b.scales, sc[r], m[r]);
@@ -116,7 +126,7 @@ void q4k_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
     }
   uint8_t* q = out + 256;
   for (int r = 0; r < kX16Rows; ++r) {
-    const uint8_t* qs = reinterpret_cast<const block_q4_K*>(rows[r])->qs;
+    const uint8_t* qs = reinterpret_cast<const Blk*>(rows[r])->qs;
     for (int c = 0; c < 4; ++c)
       for (int j = 0; j < 4; ++j) {
         const uint32_t A = load32(qs + 32 * c + 4 * j), B = load32(qs + 32 * c + 16 + 4 * j);
@@ -126,8 +136,9 @@ void q4k_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
   }
 }
 
-void q4k_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
-  auto& b = *reinterpret_cast<block_q4_K*>(dst);
+template <typename Blk>
+void k4_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  auto& b = *reinterpret_cast<Blk*>(dst);
   std::memcpy(&b.d, chunk + 2 * r, 2);
   std::memcpy(&b.dmin, chunk + 32 + 2 * r, 2);
   uint8_t sc[8], m[8];
@@ -148,6 +159,51 @@ void q4k_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
       const uint32_t u1 = load32(q + 256 * (2 * c + 1) + 64 * j + 4 * r);
       store32(b.qs + 32 * c + 4 * j, (u0 & kLo) | ((u1 & kLo) << 4));
       store32(b.qs + 32 * c + 16 + 4 * j, ((u0 >> 4) & kLo) | (u1 & ~kLo));
+    }
+}
+
+}  // namespace
+
+void q4k_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  k4_x16_pack<block_q4_K>(rows, out);
+}
+void q4k_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  k4_x16_unpack_row<block_q4_K>(chunk, r, dst);
+}
+
+// Q5_K: the Q4K_X16 bytes, then the fifth bits as byte masks: bit s of qh[col] is the fifth bit
+// of column 32s + col.
+void q5k_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  k4_x16_pack<block_q5_K>(rows, out);
+  uint64_t* h = reinterpret_cast<uint64_t*>(out + kX16Chunk);
+  for (int s = 0; s < 8; ++s)
+    for (int t = 0; t < 4; ++t) {
+      uint64_t lo = 0, hi = 0;
+      for (int r = 0; r < kX16Rows; ++r) {
+        const uint8_t* qh = reinterpret_cast<const block_q5_K*>(rows[r])->qh;
+        for (int i = 0; i < 4; ++i) {
+          lo |= static_cast<uint64_t>((qh[4 * t + i] >> s) & 1) << (4 * r + i);
+          hi |= static_cast<uint64_t>((qh[16 + 4 * t + i] >> s) & 1) << (4 * r + i);
+        }
+      }
+      std::memcpy(h + 8 * s + 2 * t, &lo, 8);
+      std::memcpy(h + 8 * s + 2 * t + 1, &hi, 8);
+    }
+}
+
+void q5k_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  k4_x16_unpack_row<block_q5_K>(chunk, r, dst);
+  uint8_t* qh = reinterpret_cast<block_q5_K*>(dst)->qh;
+  std::memset(qh, 0, 32);
+  for (int s = 0; s < 8; ++s)
+    for (int t = 0; t < 4; ++t) {
+      uint64_t lo, hi;
+      std::memcpy(&lo, chunk + kX16Chunk + 64 * s + 16 * t, 8);
+      std::memcpy(&hi, chunk + kX16Chunk + 64 * s + 16 * t + 8, 8);
+      for (int i = 0; i < 4; ++i) {
+        qh[4 * t + i] |= static_cast<uint8_t>(((lo >> (4 * r + i)) & 1) << s);
+        qh[16 + 4 * t + i] |= static_cast<uint8_t>(((hi >> (4 * r + i)) & 1) << s);
+      }
     }
 }
 
@@ -305,6 +361,8 @@ X16Format format(MatLayout l) {
       return {kern::kQ40X16Chunk, 32, kern::q4_0_x16_pack, kern::q4_0_x16_unpack_row};
     case MatLayout::Q4_1_X16:
       return {kern::kQ41X16Chunk, 32, kern::q4_1_x16_pack, kern::q4_1_x16_unpack_row};
+    case MatLayout::Q5K_X16:
+      return {kern::kQ5X16Chunk, 256, kern::q5k_x16_pack, kern::q5k_x16_unpack_row};
     default:
       return {kern::kQ8X16Chunk, 32, kern::q8_0_x16_pack, kern::q8_0_x16_unpack_row};
   }
@@ -326,6 +384,7 @@ MatLayout preferred_layout(const MatView& w) {
   if (w.type == DType::Q6_K) return MatLayout::Q6K_X16;
   if (w.type == DType::Q4_0) return MatLayout::Q4_0_X16;
   if (w.type == DType::Q4_1) return MatLayout::Q4_1_X16;
+  if (w.type == DType::Q5_K) return MatLayout::Q5K_X16;
   if (w.type == DType::BF16 && w.cols % 32 == 0) return MatLayout::BF16_X16;
   return MatLayout::Rows;
 }
