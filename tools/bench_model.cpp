@@ -72,7 +72,7 @@ void print_stream_ways(int nx) {
   const std::pair<MatLayout, const char*> layouts[] = {
       {MatLayout::Q4K_X16, "Q4_K"},  {MatLayout::Q6K_X16, "Q6_K"},  {MatLayout::Q8_0_X16, "Q8_0"},
       {MatLayout::BF16_X16, "BF16"}, {MatLayout::Q4_0_X16, "Q4_0"}, {MatLayout::Q4_1_X16, "Q4_1"},
-      {MatLayout::Q5K_X16, "Q5_K"}};
+      {MatLayout::Q5K_X16, "Q5_K"},  {MatLayout::Q5_0_X16, "Q5_0"}, {MatLayout::Q5_1_X16, "Q5_1"}};
   for (const auto& [layout, name] : layouts) {
     const StreamChoice c = stream_choice(layout, nx);
     if (c.measured)

@@ -31,6 +31,8 @@ enum class MatLayout : uint8_t {
   Q4_0_X16,  // Q4_0
   Q4_1_X16,  // Q4_1
   Q5K_X16,   // Q5_K
+  Q5_0_X16,  // Q5_0
+  Q5_1_X16,  // Q5_1
 };
 
 struct MatView {

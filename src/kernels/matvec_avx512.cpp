@@ -506,17 +506,22 @@ struct KQ8_0_X16 {
   }
 };
 
-// ---- Q4_0 and Q4_1, 16 interleaved rows (MatLayout::Q4_0_X16, Q4_1_X16, repack.cpp) ----------
+// ---- Q4_0, Q4_1, Q5_0, Q5_1, 16 interleaved rows (MatLayout::Q4_0_X16 ..., repack.cpp) ------
 //
-// The blocks' nibble bytes as stored, four columns of 16 rows per lane group: the low nibbles
-// (columns 4k..4k+3) are dotted as they are, the high ones (16 + 4k..) at 16 times their value
-// and shifted down exactly, as in Q4_K. Q4_0's -8 enters as -8 * (sum of the activation
-// block), the start of the low sum; Q4_1 adds m * (sum of the activation block) in f32.
+// The blocks' nibble bytes as stored, four columns of 16 rows per lane group. With four bits
+// the low nibbles (columns 4k..4k+3) are dotted as they are, the high ones (16 + 4k..) at 16
+// times their value and shifted down exactly, as in Q4_K; with five, both at their value plus
+// 16 where the fifth bit's mask is set (a masked byte add). The offset of Q4_0 (-8) and Q5_0
+// (-16) enters as the offset times the sum of the activation block, the start of the low sum;
+// Q4_1 and Q5_1 add m * (sum of the activation block) in f32.
 
-template <bool kMin>
-struct KQ4_X16 {
-  static constexpr int64_t kChunkCols = 32, kChunkBytes = kMin ? kQ41X16Chunk : kQ40X16Chunk;
+template <bool kMin, bool kFive>
+struct KQ32_X16 {
+  static constexpr int64_t kChunkCols = 32,
+                           kChunkBytes = kFive ? (kMin ? kQ51X16Chunk : kQ50X16Chunk)
+                                               : (kMin ? kQ41X16Chunk : kQ40X16Chunk);
   static constexpr int64_t kQ = kMin ? 64 : 32;  // where the nibbles start
+  static constexpr int kOffset = kMin ? 0 : (kFive ? 16 : 8);
   template <int G>
   static constexpr int64_t kPrefetchChunks = 4;
   static constexpr int kAcc = 1;
@@ -533,19 +538,27 @@ struct KQ4_X16 {
     for (int k = 0; k < 4; ++k) {
       const __m512i v = loadu512(c + kQ + 64 * k);
       lo[k] = _mm512_and_si512(v, m4);
-      hi[k] = _mm512_andnot_si512(m4, v);
+      if constexpr (kFive) {
+        const uint8_t* h5 = c + kQ + 256 + 16 * k;
+        const __m512i c16 = _mm512_set1_epi8(16);
+        lo[k] = _mm512_mask_add_epi8(lo[k], load_mask64(h5), lo[k], c16);
+        hi[k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        hi[k] = _mm512_mask_add_epi8(hi[k], load_mask64(h5 + 8), hi[k], c16);
+      } else {
+        hi[k] = _mm512_andnot_si512(m4, v);
+      }
     }
     const __m512 d = _mm512_cvtph_ps(loadu256(c));
     for (int j = 0; j < NX; ++j) {
       const XPrep& x = xs[j];
       const int32_t* xq = reinterpret_cast<const int32_t*>(x.qs + 32 * b);
-      __m512i dlo = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(-8 * x.isum[b]);
+      __m512i dlo = kOffset ? _mm512_set1_epi32(-kOffset * x.isum[b]) : _mm512_setzero_si512();
       __m512i dhi = _mm512_setzero_si512();
       for (int k = 0; k < 4; ++k) {
         dlo = _mm512_dpbusd_epi32(dlo, lo[k], _mm512_set1_epi32(xq[k]));
         dhi = _mm512_dpbusd_epi32(dhi, hi[k], _mm512_set1_epi32(xq[4 + k]));
       }
-      const __m512i sum = _mm512_add_epi32(dlo, _mm512_srai_epi32(dhi, 4));
+      const __m512i sum = _mm512_add_epi32(dlo, kFive ? dhi : _mm512_srai_epi32(dhi, 4));
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(x.d[b])),
                                acc[j]);
       if constexpr (kMin)
@@ -884,11 +897,15 @@ auto with_x16_kernel(MatLayout layout, MatmulPath path, Fn&& fn) {
     case MatLayout::Q8_0_X16:
       return fn.template operator()<KQ8_0_X16>();
     case MatLayout::Q4_0_X16:
-      return fn.template operator()<KQ4_X16<false>>();
+      return fn.template operator()<KQ32_X16<false, false>>();
     case MatLayout::Q4_1_X16:
-      return fn.template operator()<KQ4_X16<true>>();
+      return fn.template operator()<KQ32_X16<true, false>>();
     case MatLayout::Q5K_X16:
       return fn.template operator()<KQ5K_X16>();
+    case MatLayout::Q5_0_X16:
+      return fn.template operator()<KQ32_X16<false, true>>();
+    case MatLayout::Q5_1_X16:
+      return fn.template operator()<KQ32_X16<true, true>>();
     case MatLayout::BF16_X16:  // the arithmetic of the matmul path, so steps equal prefills
       switch (path) {
         case MatmulPath::Bf16:

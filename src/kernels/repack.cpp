@@ -37,13 +37,15 @@
 // then for sub-block s (0..7) and q (0..3), 16 bytes: a 64-bit mask whose bit 4r + i is the
 // fifth bit of row r's value at column 32s + 4q + i, and one for column 32s + 16 + 4q + i.
 //
-// Q4_0_X16 and Q4_1_X16: the 16 blocks of 16 rows at one 32-column position become one chunk
-// of 288 (Q4_0) or 320 (Q4_1) bytes:
+// Q4_0_X16, Q4_1_X16, Q5_0_X16 and Q5_1_X16: the 16 blocks of 16 rows at one 32-column
+// position become one chunk of 288 (Q4_0), 320 (Q4_1), 352 (Q5_0) or 384 (Q5_1) bytes:
 //
 //   [0, 32)      d of rows 0..15 (f16, as stored)
-//   [32, 64)     Q4_1 only: m of rows 0..15 (f16, as stored)
-//   then         for q (0..3), 64 bytes; bytes 4r..4r+3 are row r's qs[4q..4q+3] as stored
+//   [32, 64)     Q4_1 and Q5_1 only: m of rows 0..15 (f16, as stored)
+//   then 256     for q (0..3), 64 bytes; bytes 4r..4r+3 are row r's qs[4q..4q+3] as stored
 //                (columns 4q + i in the low nibbles, 16 + 4q + i in the high ones)
+//   then 64      Q5_0 and Q5_1 only: for q, two 64-bit masks whose bit 4r + i is the fifth bit
+//                (from qh) of row r's value at column 4q + i, and at column 16 + 4q + i
 //
 // sc and m are the 6-bit sub-block scales and mins of the Q4_K block. Nothing is lost or
 // rounded: unpacking gives back the original blocks byte for byte. The layout lets a 512-bit
@@ -302,39 +304,72 @@ void bf16_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
 
 namespace {
 
-// Q4_0 (kMin false) and Q4_1 (true) blocks of 16 rows <-> one chunk.
-template <typename B, bool kMin>
-void q4_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+// Q4_0, Q4_1, Q5_0 and Q5_1 blocks (B; kMin: with m; kFive: with qh) of 16 rows <-> one chunk.
+template <typename B, bool kMin, bool kFive = false>
+void q32_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
   uint8_t* q = out + (kMin ? 64 : 32);
+  uint64_t masks[8] = {};  // for q: columns 4q + i, then 16 + 4q + i
   for (int r = 0; r < kX16Rows; ++r) {
     const auto& b = *reinterpret_cast<const B*>(rows[r]);
     std::memcpy(out + 2 * r, &b.d, 2);
     if constexpr (kMin) std::memcpy(out + 32 + 2 * r, &b.m, 2);
     for (int k = 0; k < 4; ++k) std::memcpy(q + 64 * k + 4 * r, b.qs + 4 * k, 4);
+    if constexpr (kFive) {
+      const uint32_t qh = load32(b.qh);
+      for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < 4; ++i) {
+          masks[2 * k] |= static_cast<uint64_t>((qh >> (4 * k + i)) & 1) << (4 * r + i);
+          masks[2 * k + 1] |= static_cast<uint64_t>((qh >> (16 + 4 * k + i)) & 1) << (4 * r + i);
+        }
+    }
   }
+  if constexpr (kFive) std::memcpy(q + 256, masks, sizeof masks);
 }
-template <typename B, bool kMin>
-void q4_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+template <typename B, bool kMin, bool kFive = false>
+void q32_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
   auto& b = *reinterpret_cast<B*>(dst);
   std::memcpy(&b.d, chunk + 2 * r, 2);
   if constexpr (kMin) std::memcpy(&b.m, chunk + 32 + 2 * r, 2);
   const uint8_t* q = chunk + (kMin ? 64 : 32);
   for (int k = 0; k < 4; ++k) std::memcpy(b.qs + 4 * k, q + 64 * k + 4 * r, 4);
+  if constexpr (kFive) {
+    uint64_t masks[8];
+    std::memcpy(masks, q + 256, sizeof masks);
+    uint32_t qh = 0;
+    for (int k = 0; k < 4; ++k)
+      for (int i = 0; i < 4; ++i) {
+        qh |= static_cast<uint32_t>((masks[2 * k] >> (4 * r + i)) & 1) << (4 * k + i);
+        qh |= static_cast<uint32_t>((masks[2 * k + 1] >> (4 * r + i)) & 1) << (16 + 4 * k + i);
+      }
+    store32(b.qh, qh);
+  }
 }
 
 }  // namespace
 
 void q4_0_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
-  q4_x16_pack<block_q4_0, false>(rows, out);
+  q32_x16_pack<block_q4_0, false>(rows, out);
 }
 void q4_0_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
-  q4_x16_unpack_row<block_q4_0, false>(chunk, r, dst);
+  q32_x16_unpack_row<block_q4_0, false>(chunk, r, dst);
 }
 void q4_1_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
-  q4_x16_pack<block_q4_1, true>(rows, out);
+  q32_x16_pack<block_q4_1, true>(rows, out);
 }
 void q4_1_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
-  q4_x16_unpack_row<block_q4_1, true>(chunk, r, dst);
+  q32_x16_unpack_row<block_q4_1, true>(chunk, r, dst);
+}
+void q5_0_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  q32_x16_pack<block_q5_0, false, true>(rows, out);
+}
+void q5_0_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  q32_x16_unpack_row<block_q5_0, false, true>(chunk, r, dst);
+}
+void q5_1_x16_pack(const uint8_t* const rows[kX16Rows], uint8_t* out) {
+  q32_x16_pack<block_q5_1, true, true>(rows, out);
+}
+void q5_1_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
+  q32_x16_unpack_row<block_q5_1, true, true>(chunk, r, dst);
 }
 
 }  // namespace kern
@@ -363,6 +398,10 @@ X16Format format(MatLayout l) {
       return {kern::kQ41X16Chunk, 32, kern::q4_1_x16_pack, kern::q4_1_x16_unpack_row};
     case MatLayout::Q5K_X16:
       return {kern::kQ5X16Chunk, 256, kern::q5k_x16_pack, kern::q5k_x16_unpack_row};
+    case MatLayout::Q5_0_X16:
+      return {kern::kQ50X16Chunk, 32, kern::q5_0_x16_pack, kern::q5_0_x16_unpack_row};
+    case MatLayout::Q5_1_X16:
+      return {kern::kQ51X16Chunk, 32, kern::q5_1_x16_pack, kern::q5_1_x16_unpack_row};
     default:
       return {kern::kQ8X16Chunk, 32, kern::q8_0_x16_pack, kern::q8_0_x16_unpack_row};
   }
@@ -385,6 +424,8 @@ MatLayout preferred_layout(const MatView& w) {
   if (w.type == DType::Q4_0) return MatLayout::Q4_0_X16;
   if (w.type == DType::Q4_1) return MatLayout::Q4_1_X16;
   if (w.type == DType::Q5_K) return MatLayout::Q5K_X16;
+  if (w.type == DType::Q5_0) return MatLayout::Q5_0_X16;
+  if (w.type == DType::Q5_1) return MatLayout::Q5_1_X16;
   if (w.type == DType::BF16 && w.cols % 32 == 0) return MatLayout::BF16_X16;
   return MatLayout::Rows;
 }

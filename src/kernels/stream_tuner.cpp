@@ -31,7 +31,7 @@ constexpr size_t kMinBytes = size_t{1} << 20;  // smaller products are not timed
 constexpr int kMinCalls = 2;
 constexpr size_t kMinWayBytes = size_t{256} << 20;  // per way
 constexpr size_t kRetuneBytes = size_t{64} << 30;   // streamed before measuring again
-constexpr int kLayouts = 7, kMaxNx = 4;
+constexpr int kLayouts = 9, kMaxNx = 4;
 
 struct WayStats {
   double bytes = 0;

@@ -19,8 +19,8 @@ using namespace cachet;
 
 namespace {
 
-const DType kPacked[] = {DType::Q4_K, DType::Q8_0, DType::Q6_K, DType::BF16,
-                         DType::Q4_0, DType::Q4_1, DType::Q5_K};
+const DType kPacked[] = {DType::Q4_K, DType::Q8_0, DType::Q6_K, DType::BF16, DType::Q4_0,
+                         DType::Q4_1, DType::Q5_K, DType::Q5_0, DType::Q5_1};
 
 struct Mat {
   std::vector<uint8_t> bytes;
@@ -81,6 +81,8 @@ TEST(Repack, UnpackGivesBackEveryBlockByteForByte) {
                                : t == DType::Q4_0 ? MatLayout::Q4_0_X16
                                : t == DType::Q4_1 ? MatLayout::Q4_1_X16
                                : t == DType::Q5_K ? MatLayout::Q5K_X16
+                               : t == DType::Q5_0 ? MatLayout::Q5_0_X16
+                               : t == DType::Q5_1 ? MatLayout::Q5_1_X16
                                                   : MatLayout::Q6K_X16);
       ASSERT_NE(p.view.data, m.view.data);
       EXPECT_NE(0, std::memcmp(p.view.data, m.view.data, m.bytes.size()));  // really rearranged
