@@ -49,13 +49,13 @@ TOL_MODES = 1e-4
 # recurrence. Measured on tiny256 (53 tokens, err as defined above):
 #   prefill: 1.0e-2 .. 1.3e-2 for every integer type;
 #   step (matrix-vector path): Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 2.4e-2 .. 2.7e-2 (32-blocks),
-#   Q4_K Q5_K Q6_K 3.7e-2 (256-blocks), Q2_K Q3_K 2e-6 (f32 activations);
+#   Q2_K Q3_K Q4_K Q5_K Q6_K 3.7e-2 .. 4.2e-2 (256-blocks);
 #   F16 ~3e-6 in both modes (f32 activations); BF16 ~1e-2 in both (bf16 products).
 # Rounding every matmul input of the reference the same way gives 2.7e-2 (blocks of 32) and
 # 3.9e-2 (blocks of 256), so these are the expected sizes. Bounds: ~2.6x the largest.
 QUANT_TOL = {t: 0.07 for t in ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")}
-QUANT_TOL.update({t: 0.1 for t in ("Q4_K", "Q5_K", "Q6_K")})
-QUANT_TOL.update({"Q2_K": 0.035, "Q3_K": 0.035, "F32": 1e-4, "F16": 1e-4, "BF16": TOL_BF16})
+QUANT_TOL.update({t: 0.1 for t in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")})
+QUANT_TOL.update({"F32": 1e-4, "F16": 1e-4, "BF16": TOL_BF16})
 QUANT_TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"]
 BLOCK = {"Q8_0": 32, "Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "F16": 1, "BF16": 1, "F32": 1}
 for _t in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"):
