@@ -50,6 +50,12 @@ void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uin
                          int64_t out_stride);
 void axpy_rows_heads_bf16(const float* w, int64_t nh, int64_t w_stride, const uint16_t* v,
                           int64_t stride, int64_t count, int64_t n, float* y, int64_t y_stride);
+// One query over rows of bf16 keys (stride in values): out[j] = scale * dot(q, k_j) for j <
+// count, in a summation order of its own (on AVX-512 each 64-byte row piece is read as its
+// even and odd values, one instruction each, against q split the same way once per call), so
+// within rounding of dot_rows_heads_bf16 with one head rather than equal to it.
+void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count, int64_t n,
+                   float scale, float* out);
 
 // Rotary embedding of one head vector, in place, on its first rot_dim dims.
 // neox (half-split) pairs (j, j + rot_dim/2); interleaved pairs (2j, 2j+1).
@@ -93,6 +99,8 @@ void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uin
                          int64_t out_stride);
 void axpy_rows_heads_bf16(const float* w, int64_t nh, int64_t w_stride, const uint16_t* v,
                           int64_t stride, int64_t count, int64_t n, float* y, int64_t y_stride);
+void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count, int64_t n,
+                   float scale, float* out);
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta);
 void rope_interleaved(float* x, int64_t rot_dim, int64_t pos, float theta);
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,

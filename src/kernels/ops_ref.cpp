@@ -140,6 +140,11 @@ void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* 
     axpy_rows(w + h * w_stride, v, stride, count, n, y + h * y_stride);
 }
 
+void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count, int64_t n,
+                   float scale, float* out) {
+  dot_rows_heads_bf16(q, 1, n, k, stride, count, n, scale, out, count);
+}
+
 void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uint16_t* k,
                          int64_t stride, int64_t count, int64_t n, float scale, float* out,
                          int64_t out_stride) {

@@ -458,6 +458,57 @@ struct VecOps {
       h0 += hb;
     }
   }
+  // One query over bf16 key rows. Where V reads 2W bf16 values as their even and odd values
+  // (load_bf16_pairs), q is split the same way once, and each row piece of 2W values takes one
+  // load, two instructions and two FMAs (dot_rows_block: two widening loads, two shifts, two
+  // FMAs). Rows longer than kMaxSplit, and ISAs without pairs, take dot_rows_block.
+  static constexpr int64_t kMaxSplit = 1024;
+  static void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count,
+                            int64_t n, float scale, float* out) {
+    constexpr bool kPairs = requires(const uint16_t* p, F a) {
+      V::load_bf16_pairs(p, a, a);
+    };
+    const int64_t n2 = n / (2 * W) * (2 * W);
+    if constexpr (kPairs) {
+      if (n2 > 0 && n <= kMaxSplit) {
+        alignas(64) float qs[kMaxSplit];  // per 2W columns: the even values, then the odd
+        for (int64_t i = 0; i < n2; i += 2 * W) {
+          F e, o;
+          V::load_pairs(q + i, e, o);
+          V::store(qs + i, e);
+          V::store(qs + i + W, o);
+        }
+        const int64_t run_floats = (n + 1) / 2;
+        for (int64_t j = 0; j < count; ++j) {
+          if (j + kRowsAhead < count)
+            prefetch_run(reinterpret_cast<const float*>(k + (j + kRowsAhead) * stride), run_floats);
+          const uint16_t* kr = k + j * stride;
+          F s0 = V::zero(), s1 = V::zero(), s2 = V::zero(), s3 = V::zero();
+          int64_t i = 0;
+          for (; i + 4 * W <= n2; i += 4 * W) {
+            F e0, o0, e1, o1;
+            V::load_bf16_pairs(kr + i, e0, o0);
+            V::load_bf16_pairs(kr + i + 2 * W, e1, o1);
+            s0 = V::fmadd(V::load(qs + i), e0, s0);
+            s1 = V::fmadd(V::load(qs + i + W), o0, s1);
+            s2 = V::fmadd(V::load(qs + i + 2 * W), e1, s2);
+            s3 = V::fmadd(V::load(qs + i + 3 * W), o1, s3);
+          }
+          if (i < n2) {
+            F e0, o0;
+            V::load_bf16_pairs(kr + i, e0, o0);
+            s0 = V::fmadd(V::load(qs + i), e0, s0);
+            s1 = V::fmadd(V::load(qs + i + W), o0, s1);
+          }
+          float t = V::hsum(V::add(V::add(s0, s1), V::add(s2, s3)));
+          for (int64_t c = n2; c < n; ++c) t += q[c] * bf16_to_f32(kr[c]);
+          out[j] = t * scale;
+        }
+        return;
+      }
+    }
+    dot_rows_block<1>(q, n, k, stride, count, n, scale, out, count);
+  }
   template <typename T>
   static void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const T* k,
                              int64_t stride, int64_t count, int64_t n, float scale, float* out,

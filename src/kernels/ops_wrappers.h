@@ -76,6 +76,10 @@ void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uin
                          int64_t out_stride) {
   K::dot_rows_heads(q, nh, q_stride, k, stride, count, n, scale, out, out_stride);
 }
+void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count, int64_t n,
+                   float scale, float* out) {
+  K::dot_rows_bf16(q, k, stride, count, n, scale, out);
+}
 void axpy_rows_heads_bf16(const float* w, int64_t nh, int64_t w_stride, const uint16_t* v,
                           int64_t stride, int64_t count, int64_t n, float* y, int64_t y_stride) {
   K::axpy_rows_heads(w, nh, w_stride, v, stride, count, n, y, y_stride);

@@ -184,8 +184,13 @@ struct MvStage1::Impl {
   void attend_head(const models::MvKvState& st, int64_t l, int64_t b, int64_t h, int64_t p,
                    const float* q, float scale, float* sc, float* o) const {
     const int64_t hd = a.head_dim(), kh = h / (a.n_head / a.n_local_heads), nk = p + 1;
-    matvec(st.keys(l, b, kh, nk), q, sc, serial_pool());
-    ops::scale(sc, scale, sc, nk);
+    const MatView keys = st.keys(l, b, kh, nk);
+    if (keys.type == DType::BF16) {  // rows of hd bf16 values, one after another
+      ops::dot_rows_bf16(q, static_cast<const uint16_t*>(keys.data), hd, nk, hd, scale, sc);
+    } else {
+      matvec(keys, q, sc, serial_pool());
+      ops::scale(sc, scale, sc, nk);
+    }
     ops::softmax(sc, nk);
     std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
     if (st.layout->kv_type == DType::BF16)

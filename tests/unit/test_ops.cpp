@@ -601,6 +601,38 @@ TEST(OpsBlas, AxpyRowsBf16EqualsAxpyRowsOnWidenedRows) {
   }
 }
 
+// One query over bf16 key rows (MetaVoice's attention scores): its own order of summation, so
+// close to the reference and to one head of dot_rows_heads_bf16, for rows shorter than a
+// vector, with tails, and longer than the split q it keeps on the stack.
+TEST(OpsBlas, DotRowsBf16CloseToReference) {
+  for (Isa isa : isas()) {
+    IsaScope scope(isa);
+    const std::string tag(cachet::isa_name(isa));
+    for (int64_t n : {1, 17, 32, 64, 96, 128, 200, 256, 1000, 1100}) {
+      const int64_t count = 37, stride = n + 23;
+      const auto q = random_vec(n, -2.0f, 2.0f, 27 + static_cast<uint32_t>(n));
+      const auto f = random_vec(count * stride, -2.0f, 2.0f, 28 + static_cast<uint32_t>(n));
+      std::vector<uint16_t> bf(f.size());
+      for (size_t i = 0; i < f.size(); ++i) bf[i] = cachet::f32_to_bf16(f[i]);
+      std::vector<float> got(count + 1, -7.0f), heads(count), ref(count);
+      cachet::ops::dot_rows_bf16(q.data(), bf.data(), stride, count, n, 0.25f, got.data());
+      cachet::ops::dot_rows_heads_bf16(q.data(), 1, n, bf.data(), stride, count, n, 0.25f,
+                                       heads.data(), count);
+      cachet::ops::ref::dot_rows_bf16(q.data(), bf.data(), stride, count, n, 0.25f, ref.data());
+      EXPECT_EQ(got[count], -7.0f) << tag << " wrote past count";
+      for (int64_t j = 0; j < count; ++j) {
+        double mag = 0;
+        for (int64_t i = 0; i < n; ++i)
+          mag += std::fabs(double(q[i]) * cachet::bf16_to_f32(bf[j * stride + i]));
+        // f32 rounding of differently ordered sums: a few ulps of sum |q k| per 8 terms
+        const double tol = 0.25 * mag * (double(n) / 8 + 16) * FLT_EPSILON + 1e-30;
+        EXPECT_NEAR(got[j], ref[j], tol) << tag << " n=" << n << " j=" << j;
+        EXPECT_NEAR(got[j], heads[j], tol) << tag << " n=" << n << " j=" << j;
+      }
+    }
+  }
+}
+
 TEST(OpsMath, SoftcapCloseToTanh) {
   for (Isa isa : isas()) {
     IsaScope scope(isa);
