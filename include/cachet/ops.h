@@ -56,6 +56,13 @@ void axpy_rows_heads_bf16(const float* w, int64_t nh, int64_t w_stride, const ui
 // within rounding of dot_rows_heads_bf16 with one head rather than equal to it.
 void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count, int64_t n,
                    float scale, float* out);
+// The same for two queries (heads) over their own blocks of rows, of the same count, read side
+// by side (two streams from memory at once): q[0], k[0], out[0] and q[1], k[1], out[1]. Each
+// output is exactly what dot_rows_bf16 / axpy_rows_bf16 give alone.
+void dot_rows_bf16_x2(const float* const* q, const uint16_t* const* k, int64_t stride,
+                      int64_t count, int64_t n, float scale, float* const* out);
+void axpy_rows_bf16_x2(const float* const* w, const uint16_t* const* v, int64_t stride,
+                       int64_t count, int64_t n, float* const* y);
 
 // Rotary embedding of one head vector, in place, on its first rot_dim dims.
 // neox (half-split) pairs (j, j + rot_dim/2); interleaved pairs (2j, 2j+1).
@@ -101,6 +108,10 @@ void axpy_rows_heads_bf16(const float* w, int64_t nh, int64_t w_stride, const ui
                           int64_t stride, int64_t count, int64_t n, float* y, int64_t y_stride);
 void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count, int64_t n,
                    float scale, float* out);
+void dot_rows_bf16_x2(const float* const* q, const uint16_t* const* k, int64_t stride,
+                      int64_t count, int64_t n, float scale, float* const* out);
+void axpy_rows_bf16_x2(const float* const* w, const uint16_t* const* v, int64_t stride,
+                       int64_t count, int64_t n, float* const* y);
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta);
 void rope_interleaved(float* x, int64_t rot_dim, int64_t pos, float theta);
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,

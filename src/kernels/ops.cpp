@@ -86,6 +86,14 @@ void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uin
   CACHET_OPS_DISPATCH(dot_rows_heads_bf16, q, nh, q_stride, k, stride, count, n, scale, out,
                       out_stride)
 }
+void dot_rows_bf16_x2(const float* const* q, const uint16_t* const* k, int64_t stride,
+                      int64_t count, int64_t n, float scale, float* const* out) {
+  CACHET_OPS_DISPATCH(dot_rows_bf16_x2, q, k, stride, count, n, scale, out)
+}
+void axpy_rows_bf16_x2(const float* const* w, const uint16_t* const* v, int64_t stride,
+                       int64_t count, int64_t n, float* const* y) {
+  CACHET_OPS_DISPATCH(axpy_rows_bf16_x2, w, v, stride, count, n, y)
+}
 void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count, int64_t n,
                    float scale, float* out) {
   CACHET_OPS_DISPATCH(dot_rows_bf16, q, k, stride, count, n, scale, out)

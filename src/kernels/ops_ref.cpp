@@ -145,6 +145,16 @@ void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t co
   dot_rows_heads_bf16(q, 1, n, k, stride, count, n, scale, out, count);
 }
 
+void dot_rows_bf16_x2(const float* const* q, const uint16_t* const* k, int64_t stride,
+                      int64_t count, int64_t n, float scale, float* const* out) {
+  for (int a = 0; a < 2; ++a) dot_rows_bf16(q[a], k[a], stride, count, n, scale, out[a]);
+}
+
+void axpy_rows_bf16_x2(const float* const* w, const uint16_t* const* v, int64_t stride,
+                       int64_t count, int64_t n, float* const* y) {
+  for (int a = 0; a < 2; ++a) axpy_rows_bf16(w[a], v[a], stride, count, n, y[a]);
+}
+
 void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uint16_t* k,
                          int64_t stride, int64_t count, int64_t n, float scale, float* out,
                          int64_t out_stride) {

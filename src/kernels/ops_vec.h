@@ -292,9 +292,11 @@ struct VecOps {
   // exactly what the f32 version gives on the widened rows.
   static F load_row(const float* p) { return V::load(p); }
   static F load_row(const uint16_t* p) { return V::load_bf16(p); }
-  template <typename T>
-  static void axpy_rows_of(const float* w, const T* v, int64_t stride, int64_t count, int64_t n,
-                           float* y) {
+  // NV weight vectors over their own NV blocks of rows (the same count), in one pass: NV
+  // streams at once, each y exactly what it gets alone.
+  template <int NV, typename T>
+  static void axpy_rows_n(const float* const* wn, const T* const* vn, int64_t stride, int64_t count,
+                          int64_t n, float* const* yn) {
     constexpr int64_t kFloatsPerRun = 8 * W * static_cast<int64_t>(sizeof(T)) / 4;
     // bf16 rows where V reads them as even and odd positions (acc[2u], acc[2u + 1]: the even
     // and odd values of y's u-th 2W): one load and one instruction per W values instead of a
@@ -305,49 +307,60 @@ struct VecOps {
     };
     int64_t c = 0;
     for (; c + 8 * W <= n; c += 8 * W) {
-      F acc[8];
-      for (int u = 0; u < 8; ++u) {
-        if constexpr (kPairs) {
-          if (u % 2 == 0) V::load_pairs(y + c + u * W, acc[u], acc[u + 1]);
-        } else {
-          acc[u] = V::load(y + c + u * W);
-        }
-      }
-      for (int64_t j = 0; j < count; ++j) {
-        if (j + kRowsAhead < count)
-          prefetch_run(reinterpret_cast<const float*>(v + (j + kRowsAhead) * stride + c),
-                       kFloatsPerRun);
-        const F wv = V::set1(w[j]);
-        const T* vr = v + j * stride + c;
-        if constexpr (kPairs) {
-          for (int u = 0; u < 8; u += 2) {
-            F ve, vo;
-            V::load_bf16_pairs(vr + u * W, ve, vo);
-            acc[u] = V::fmadd(wv, ve, acc[u]);
-            acc[u + 1] = V::fmadd(wv, vo, acc[u + 1]);
+      F acc[NV][8];
+      for (int a = 0; a < NV; ++a)
+        for (int u = 0; u < 8; ++u) {
+          if constexpr (kPairs) {
+            if (u % 2 == 0) V::load_pairs(yn[a] + c + u * W, acc[a][u], acc[a][u + 1]);
+          } else {
+            acc[a][u] = V::load(yn[a] + c + u * W);
           }
-        } else {
-          for (int u = 0; u < 8; ++u) acc[u] = V::fmadd(wv, load_row(vr + u * W), acc[u]);
+        }
+      for (int64_t j = 0; j < count; ++j) {
+        for (int a = 0; a < NV; ++a) {
+          const T* v = vn[a];
+          if (j + kRowsAhead < count)
+            prefetch_run(reinterpret_cast<const float*>(v + (j + kRowsAhead) * stride + c),
+                         kFloatsPerRun);
+          const F wv = V::set1(wn[a][j]);
+          const T* vr = v + j * stride + c;
+          if constexpr (kPairs) {
+            for (int u = 0; u < 8; u += 2) {
+              F ve, vo;
+              V::load_bf16_pairs(vr + u * W, ve, vo);
+              acc[a][u] = V::fmadd(wv, ve, acc[a][u]);
+              acc[a][u + 1] = V::fmadd(wv, vo, acc[a][u + 1]);
+            }
+          } else {
+            for (int u = 0; u < 8; ++u) acc[a][u] = V::fmadd(wv, load_row(vr + u * W), acc[a][u]);
+          }
         }
       }
-      for (int u = 0; u < 8; ++u) {
-        if constexpr (kPairs) {
-          if (u % 2 == 0) V::store_pairs(y + c + u * W, acc[u], acc[u + 1]);
-        } else {
-          V::store(y + c + u * W, acc[u]);
+      for (int a = 0; a < NV; ++a)
+        for (int u = 0; u < 8; ++u) {
+          if constexpr (kPairs) {
+            if (u % 2 == 0) V::store_pairs(yn[a] + c + u * W, acc[a][u], acc[a][u + 1]);
+          } else {
+            V::store(yn[a] + c + u * W, acc[a][u]);
+          }
         }
-      }
     }
     if (c == n) return;
-    for (int64_t j = 0; j < count; ++j) {
-      if constexpr (std::is_same_v<T, float>) {
-        axpy(w[j], v + j * stride + c, y + c, n - c);
-      } else {
-        float tail[8 * W];
-        for (int64_t i = c; i < n; ++i) tail[i - c] = bf16_to_f32(v[j * stride + i]);
-        axpy(w[j], tail, y + c, n - c);
+    for (int a = 0; a < NV; ++a)
+      for (int64_t j = 0; j < count; ++j) {
+        if constexpr (std::is_same_v<T, float>) {
+          axpy(wn[a][j], vn[a] + j * stride + c, yn[a] + c, n - c);
+        } else {
+          float tail[8 * W];
+          for (int64_t i = c; i < n; ++i) tail[i - c] = bf16_to_f32(vn[a][j * stride + i]);
+          axpy(wn[a][j], tail, yn[a] + c, n - c);
+        }
       }
-    }
+  }
+  template <typename T>
+  static void axpy_rows_of(const float* w, const T* v, int64_t stride, int64_t count, int64_t n,
+                           float* y) {
+    axpy_rows_n<1>(&w, &v, stride, count, n, &y);
   }
   static void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n,
                         float* y) {
@@ -463,51 +476,73 @@ struct VecOps {
   // load, two instructions and two FMAs (dot_rows_block: two widening loads, two shifts, two
   // FMAs). Rows longer than kMaxSplit, and ISAs without pairs, take dot_rows_block.
   static constexpr int64_t kMaxSplit = 1024;
-  static void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count,
-                            int64_t n, float scale, float* out) {
+  // NQ queries over their own blocks of bf16 key rows (the same count), in one pass: NQ
+  // streams at once, each output exactly what it gets alone.
+  template <int NQ>
+  static void dot_rows_bf16_n(const float* const* qn, const uint16_t* const* kn, int64_t stride,
+                              int64_t count, int64_t n, float scale, float* const* outn) {
     constexpr bool kPairs = requires(const uint16_t* p, F a) {
       V::load_bf16_pairs(p, a, a);
     };
     const int64_t n2 = n / (2 * W) * (2 * W);
     if constexpr (kPairs) {
       if (n2 > 0 && n <= kMaxSplit) {
-        alignas(64) float qs[kMaxSplit];  // per 2W columns: the even values, then the odd
-        for (int64_t i = 0; i < n2; i += 2 * W) {
-          F e, o;
-          V::load_pairs(q + i, e, o);
-          V::store(qs + i, e);
-          V::store(qs + i + W, o);
-        }
+        alignas(64) float qs[NQ][kMaxSplit];  // per 2W columns: the even values, then the odd
+        for (int a = 0; a < NQ; ++a)
+          for (int64_t i = 0; i < n2; i += 2 * W) {
+            F e, o;
+            V::load_pairs(qn[a] + i, e, o);
+            V::store(qs[a] + i, e);
+            V::store(qs[a] + i + W, o);
+          }
         const int64_t run_floats = (n + 1) / 2;
-        for (int64_t j = 0; j < count; ++j) {
-          if (j + kRowsAhead < count)
-            prefetch_run(reinterpret_cast<const float*>(k + (j + kRowsAhead) * stride), run_floats);
-          const uint16_t* kr = k + j * stride;
-          F s0 = V::zero(), s1 = V::zero(), s2 = V::zero(), s3 = V::zero();
-          int64_t i = 0;
-          for (; i + 4 * W <= n2; i += 4 * W) {
-            F e0, o0, e1, o1;
-            V::load_bf16_pairs(kr + i, e0, o0);
-            V::load_bf16_pairs(kr + i + 2 * W, e1, o1);
-            s0 = V::fmadd(V::load(qs + i), e0, s0);
-            s1 = V::fmadd(V::load(qs + i + W), o0, s1);
-            s2 = V::fmadd(V::load(qs + i + 2 * W), e1, s2);
-            s3 = V::fmadd(V::load(qs + i + 3 * W), o1, s3);
+        for (int64_t j = 0; j < count; ++j)
+          for (int a = 0; a < NQ; ++a) {
+            if (j + kRowsAhead < count)
+              prefetch_run(reinterpret_cast<const float*>(kn[a] + (j + kRowsAhead) * stride),
+                           run_floats);
+            const uint16_t* kr = kn[a] + j * stride;
+            const float* qa = qs[a];
+            F s0 = V::zero(), s1 = V::zero(), s2 = V::zero(), s3 = V::zero();
+            int64_t i = 0;
+            for (; i + 4 * W <= n2; i += 4 * W) {
+              F e0, o0, e1, o1;
+              V::load_bf16_pairs(kr + i, e0, o0);
+              V::load_bf16_pairs(kr + i + 2 * W, e1, o1);
+              s0 = V::fmadd(V::load(qa + i), e0, s0);
+              s1 = V::fmadd(V::load(qa + i + W), o0, s1);
+              s2 = V::fmadd(V::load(qa + i + 2 * W), e1, s2);
+              s3 = V::fmadd(V::load(qa + i + 3 * W), o1, s3);
+            }
+            if (i < n2) {
+              F e0, o0;
+              V::load_bf16_pairs(kr + i, e0, o0);
+              s0 = V::fmadd(V::load(qa + i), e0, s0);
+              s1 = V::fmadd(V::load(qa + i + W), o0, s1);
+            }
+            float t = V::hsum(V::add(V::add(s0, s1), V::add(s2, s3)));
+            for (int64_t c = n2; c < n; ++c) t += qn[a][c] * bf16_to_f32(kr[c]);
+            outn[a][j] = t * scale;
           }
-          if (i < n2) {
-            F e0, o0;
-            V::load_bf16_pairs(kr + i, e0, o0);
-            s0 = V::fmadd(V::load(qs + i), e0, s0);
-            s1 = V::fmadd(V::load(qs + i + W), o0, s1);
-          }
-          float t = V::hsum(V::add(V::add(s0, s1), V::add(s2, s3)));
-          for (int64_t c = n2; c < n; ++c) t += q[c] * bf16_to_f32(kr[c]);
-          out[j] = t * scale;
-        }
         return;
       }
     }
-    dot_rows_block<1>(q, n, k, stride, count, n, scale, out, count);
+    for (int a = 0; a < NQ; ++a)
+      dot_rows_block<1>(qn[a], n, kn[a], stride, count, n, scale, outn[a], count);
+  }
+  static void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count,
+                            int64_t n, float scale, float* out) {
+    dot_rows_bf16_n<1>(&q, &k, stride, count, n, scale, &out);
+  }
+  // Two heads' attention over their own bf16 rows: scores, then (after the caller's softmax)
+  // the weighted values, each head exactly as dot_rows_bf16 / axpy_rows_bf16 give it alone.
+  static void dot_rows_bf16_x2(const float* const* q, const uint16_t* const* k, int64_t stride,
+                               int64_t count, int64_t n, float scale, float* const* out) {
+    dot_rows_bf16_n<2>(q, k, stride, count, n, scale, out);
+  }
+  static void axpy_rows_bf16_x2(const float* const* w, const uint16_t* const* v, int64_t stride,
+                                int64_t count, int64_t n, float* const* y) {
+    axpy_rows_n<2>(w, v, stride, count, n, y);
   }
   template <typename T>
   static void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const T* k,

@@ -199,6 +199,27 @@ struct MvStage1::Impl {
       ops::axpy_rows(sc, st.values_f32(l, b, kh), hd, nk, hd, o);
   }
 
+  // attend_head for query heads h and h + 1 of a bf16 cache, their keys and then their values
+  // read side by side; q and o hold the two heads one after the other.
+  void attend_two_heads(const models::MvKvState& st, int64_t l, int64_t b, int64_t h, int64_t p,
+                        const float* q, float scale, float* sc0, float* sc1, float* o) const {
+    const int64_t hd = a.head_dim(), group = a.n_head / a.n_local_heads, nk = p + 1;
+    const int64_t kh[2] = {h / group, (h + 1) / group};
+    const float* qs[2] = {q, q + hd};
+    const uint16_t* ks[2];
+    const uint16_t* vs[2];
+    for (int u = 0; u < 2; ++u) {
+      ks[u] = static_cast<const uint16_t*>(st.keys(l, b, kh[u], nk).data);
+      vs[u] = st.values_bf16(l, b, kh[u]);
+    }
+    float* scs[2] = {sc0, sc1};
+    float* os[2] = {o, o + hd};
+    ops::dot_rows_bf16_x2(qs, ks, hd, nk, hd, scale, scs);
+    for (float* sc : scs) ops::softmax(sc, nk);
+    std::memset(o, 0, static_cast<size_t>(2 * hd) * sizeof(float));
+    ops::axpy_rows_bf16_x2(scs, vs, hd, nk, hd, os);
+  }
+
   // Runs n tokens of each row at positions st.pos ... st.pos + n - 1. Rows [0, n) of the pass
   // are guidance row 0, rows [n, 2n) row 1. With out0/out1 set, writes the logits of every
   // position (all) or of the last one of each row.
@@ -220,7 +241,7 @@ struct MvStage1::Impl {
     float* g = buf(N * I);
     float* u = buf(N * I);
     const int64_t max_keys = pos0 + n;
-    float* scores = buf(static_cast<int64_t>(tp.size()) * max_keys);
+    float* scores = buf(static_cast<int64_t>(tp.size()) * 2 * max_keys);
 
     // x = tok_emb + pos_emb (+ speaker term on row 0)
     std::vector<float>& tmp = row_tmp_;
@@ -250,12 +271,24 @@ struct MvStage1::Impl {
         st.put(l, p, b, kr, kr + kvd);
       }
       // Every (row, head) on its own: each streams its head's keys and values in order.
+      // With a bf16 cache, heads go in pairs whose keys, then values, are read side by side:
+      // two streams from memory per thread. One stream per thread left the bandwidth unused
+      // (README, "Prefetching a few lines at a time"); each head's outputs are the same.
       auto attend = [&](int64_t item, int tid) {
         const int64_t r = item / H, h = item % H;
         attend_head(st, l, r / n, h, pos0 + r % n, qkv + r * qkv_dim() + h * hd, scale,
-                    scores + static_cast<int64_t>(tid) * max_keys, att + r * qd + h * hd);
+                    scores + static_cast<int64_t>(tid) * 2 * max_keys, att + r * qd + h * hd);
       };
-      tp.for_chunks_with_thread(N * H, std::cref(attend));
+      auto attend_pair = [&](int64_t pair, int tid) {
+        const int64_t r = 2 * pair / H, h = 2 * pair % H;
+        float* sc = scores + static_cast<int64_t>(tid) * 2 * max_keys;
+        attend_two_heads(st, l, r / n, h, pos0 + r % n, qkv + r * qkv_dim() + h * hd, scale, sc,
+                         sc + max_keys, att + r * qd + h * hd);
+      };
+      if (st.layout->kv_type == DType::BF16 && H % 2 == 0)
+        tp.for_chunks_with_thread(N * H / 2, std::cref(attend_pair));
+      else
+        tp.for_chunks_with_thread(N * H, std::cref(attend));
       models::apply_linear(L.wo, att, N, y, tp);
       ops::add(x, y, x, N * d);
 
