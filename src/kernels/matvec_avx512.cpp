@@ -39,20 +39,34 @@ inline void prefetch_ahead(const void* p, int64_t n) {
   for (int64_t l = 0; l < n; l += 64) _mm_prefetch(a + l, _MM_HINT_T0);
 }
 
-// The interleaved kernels read a group's chunks in order; in the ways that prefetch
-// (StreamWay), each chunk asks for one a few KiB on (see run_groups). Past the matrix is
-// harmless.
-inline void prefetch_chunk(const uint8_t* p, int64_t bytes) {
-  for (int64_t l = 0; l < bytes; l += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
-}
-
-// The lines of bytes [p, p + n), for a kernel that asks for its stream a few lines at a time
-// (SpreadPrefetch). Pieces that do not start lines ask for a line twice now and then.
+// The lines of bytes [p, p + N), for the interleaved kernels: a chunk's lines some chunks ahead
+// (run_groups, in the ways that prefetch), or a few lines at a time between a large chunk's
+// loads (SpreadPrefetch). Past the matrix is harmless; pieces that do not start lines ask for a
+// line twice now and then. N is a compile-time constant: GCC 12 dropped such a loop with a
+// run-time count from the inlined kernels.
 template <int64_t N>
 [[gnu::always_inline]] inline void prefetch_lines(const uint8_t* p) {
   for (int64_t l = 0; l < N; l += 64)
     _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
+}
+
+// The low and high nibbles of v's bytes as two byte vectors: with four bits, the high ones left
+// in place (16 times their value: one instruction each); with five, both at their value plus
+// 16 where the fifth bit is set in the two 64-bit byte masks at h5 (low, then high nibbles).
+template <bool kFive>
+[[gnu::always_inline]] inline void split_nibbles(__m512i v, const uint8_t* h5, __m512i& lo,
+                                                 __m512i& hi) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  lo = _mm512_and_si512(v, m4);
+  if constexpr (kFive) {
+    const __m512i c16 = _mm512_set1_epi8(16);
+    lo = _mm512_mask_add_epi8(lo, load_mask64(h5), lo, c16);
+    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    hi = _mm512_mask_add_epi8(hi, load_mask64(h5 + 8), hi, c16);
+  } else {
+    (void)h5;
+    hi = _mm512_andnot_si512(m4, v);
+  }
 }
 
 // Every kernel here is written for NX activation rows at once (run<NR, NX>): a weight block
@@ -379,7 +393,7 @@ struct KQ45K_X16 {
   template <int NX, bool PF>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m6w = _mm512_set1_epi16(0x3F);
+    const __m512i m6w = _mm512_set1_epi16(0x3F);
     const __m512i mhi = _mm512_set1_epi32(0x003C003C), low_words = _mm512_set1_epi32(0xFFFF);
     __m512(&acc)[NX] = acc0[0];
     __m512i iacc[NX], imin[NX];
@@ -412,18 +426,7 @@ struct KQ45K_X16 {
         // instruction each, and two independent chains of dot products
         __m512i lo[4], hi[4];
         for (int t = 0; t < 4; ++t) {
-          const __m512i v = loadu512(q + 64 * t);
-          if constexpr (kFive) {  // both at their value, plus 16 where the fifth bit is set
-            const uint8_t* h5 = c + kX16Chunk + 64 * s + 16 * t;
-            const __m512i c16 = _mm512_set1_epi8(16);
-            lo[t] = _mm512_and_si512(v, m4);
-            lo[t] = _mm512_mask_add_epi8(lo[t], load_mask64(h5), lo[t], c16);
-            hi[t] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-            hi[t] = _mm512_mask_add_epi8(hi[t], load_mask64(h5 + 8), hi[t], c16);
-          } else {
-            lo[t] = _mm512_and_si512(v, m4);
-            hi[t] = _mm512_andnot_si512(m4, v);
-          }
+          split_nibbles<kFive>(loadu512(q + 64 * t), c + kX16Chunk + 64 * s + 16 * t, lo[t], hi[t]);
         }
         for (int j = 0; j < NX; ++j) {
           const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
@@ -533,20 +536,9 @@ struct KQ32_X16 {
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t b, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
     __m512(&acc)[NX] = acc0[0];
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512i lo[4], hi[4];
     for (int k = 0; k < 4; ++k) {
-      const __m512i v = loadu512(c + kQ + 64 * k);
-      lo[k] = _mm512_and_si512(v, m4);
-      if constexpr (kFive) {
-        const uint8_t* h5 = c + kQ + 256 + 16 * k;
-        const __m512i c16 = _mm512_set1_epi8(16);
-        lo[k] = _mm512_mask_add_epi8(lo[k], load_mask64(h5), lo[k], c16);
-        hi[k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        hi[k] = _mm512_mask_add_epi8(hi[k], load_mask64(h5 + 8), hi[k], c16);
-      } else {
-        hi[k] = _mm512_andnot_si512(m4, v);
-      }
+      split_nibbles<kFive>(loadu512(c + kQ + 64 * k), c + kQ + 256 + 16 * k, lo[k], hi[k]);
     }
     const __m512 d = _mm512_cvtph_ps(loadu256(c));
     for (int j = 0; j < NX; ++j) {
@@ -726,12 +718,12 @@ struct KBF16_AMX : BF16X16Stream {
     for (int64_t i = 0; i < nb; ++i) {
       _tile_loadd(2, xb + 32 * i, lda);
       const uint8_t* c0 = groups[0] + i * kChunkBytes;
-      if constexpr (PF) prefetch_chunk(c0 + kPrefetchChunks<G> * kChunkBytes, kChunkBytes);
+      if constexpr (PF) prefetch_lines<kChunkBytes>(c0 + kPrefetchChunks<G> * kChunkBytes);
       _tile_loadd(3, c0, 64);
       _tile_dpbf16ps(0, 2, 3);
       if constexpr (G == 2) {
         const uint8_t* c1 = groups[1] + i * kChunkBytes;
-        if constexpr (PF) prefetch_chunk(c1 + kPrefetchChunks<G> * kChunkBytes, kChunkBytes);
+        if constexpr (PF) prefetch_lines<kChunkBytes>(c1 + kPrefetchChunks<G> * kChunkBytes);
         _tile_loadd(4, c1, 64);
         _tile_dpbf16ps(1, 2, 4);
       }
@@ -788,7 +780,7 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
         K::template chunk<NX, PF>(c, i, xs, acc[g]);
       } else {
         if constexpr (PF)
-          prefetch_chunk(c + K::template kPrefetchChunks<G> * K::kChunkBytes, K::kChunkBytes);
+          prefetch_lines<K::kChunkBytes>(c + K::template kPrefetchChunks<G> * K::kChunkBytes);
         K::template chunk<NX>(c, i, xs, acc[g]);
       }
     }

@@ -471,13 +471,13 @@ struct VecOps {
       h0 += hb;
     }
   }
-  // One query over bf16 key rows. Where V reads 2W bf16 values as their even and odd values
-  // (load_bf16_pairs), q is split the same way once, and each row piece of 2W values takes one
-  // load, two instructions and two FMAs (dot_rows_block: two widening loads, two shifts, two
-  // FMAs). Rows longer than kMaxSplit, and ISAs without pairs, take dot_rows_block.
-  static constexpr int64_t kMaxSplit = 1024;
   // NQ queries over their own blocks of bf16 key rows (the same count), in one pass: NQ
-  // streams at once, each output exactly what it gets alone.
+  // streams at once, each output exactly what it gets alone. Where V reads 2W bf16 values as
+  // their even and odd values (load_bf16_pairs), q is split the same way once per call, and
+  // each row piece of 2W values takes one load, two instructions and two FMAs
+  // (dot_rows_block: two widening loads, two shifts, two FMAs). Rows longer than kMaxSplit,
+  // and ISAs without pairs, take dot_rows_block.
+  static constexpr int64_t kMaxSplit = 1024;
   template <int NQ>
   static void dot_rows_bf16_n(const float* const* qn, const uint16_t* const* kn, int64_t stride,
                               int64_t count, int64_t n, float scale, float* const* outn) {
