@@ -46,6 +46,7 @@ struct KernelArgs {
   std::string types;
   bool quick = false;
   bool token = false;
+  int64_t rows = 1;
 };
 
 std::vector<DType> parse_types(const std::string& list) {
@@ -99,15 +100,23 @@ std::vector<PackedMat> make_weights(DType t, Shape s, ThreadPool& pool) {
 // streams its matrix from memory: the fastest of several rounds, each of calls one after
 // another until at least 1 GiB has been read. The same statistic as the bandwidth probe's (the
 // fastest whole pass over 1 GiB), so the two compare like with like.
-double bench_matvec(DType t, Shape s, const std::vector<PackedMat>& w, ThreadPool& pool,
-                    bool quick) {
+// With nx > 1 activation rows, each call is a matmul of nx rows (MetaVoice's two guidance rows
+// take this path): the weights still stream once per call.
+double bench_matvec(DType t, Shape s, const std::vector<PackedMat>& w, ThreadPool& pool, bool quick,
+                    int64_t nx) {
   const size_t rb = row_bytes(t, s.cols), bytes = rb * static_cast<size_t>(s.rows);
-  std::vector<float> x(static_cast<size_t>(s.cols)), y(static_cast<size_t>(s.rows));
+  std::vector<float> x(static_cast<size_t>(s.cols * nx)), y(static_cast<size_t>(s.rows * nx));
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
   auto view = [&](size_t i) { return w[i % w.size()].view; };
-  matvec(view(0), x.data(), y.data(), pool);  // warm-up (scratch, pool)
+  auto product = [&](const MatView& v) {
+    if (nx == 1)
+      matvec(v, x.data(), y.data(), pool);
+    else
+      matmul(v, x.data(), nx, y.data(), pool);
+  };
+  product(view(0));  // warm-up (scratch, pool)
   const double budget_s = quick ? 0.25 : 1.0;
   const int min_rounds = 3;
   const size_t calls = std::max<size_t>(1, ((size_t{1} << 30) + bytes - 1) / bytes);
@@ -116,7 +125,7 @@ double bench_matvec(DType t, Shape s, const std::vector<PackedMat>& w, ThreadPoo
   const auto start = Clock::now();
   for (int round = 0; round < min_rounds || seconds_since(start) < budget_s; ++round) {
     const auto t0 = Clock::now();
-    for (size_t c = 0; c < calls; ++c) matvec(view(call++), x.data(), y.data(), pool);
+    for (size_t c = 0; c < calls; ++c) product(view(call++));
     best = std::max(best, static_cast<double>(bytes * calls) / seconds_since(t0) / 1e9);
   }
   return best;
@@ -199,7 +208,10 @@ int run_kernels(const KernelArgs& a) {
   print_bandwidth(pool);
   std::printf("matmul path: %s\n", std::string(matmul_path_name(matmul_path())).c_str());
   bool matmul_ok = true;
-  char label[128];
+  char label[128], rows_note[32] = "";
+  CACHET_CHECK(a.rows >= 1 && a.rows <= 4, "bench kernels: --rows ", a.rows, " (expected 1 to 4)");
+  if (a.rows > 1)
+    std::snprintf(rows_note, sizeof rows_note, " (%lld rows)", static_cast<long long>(a.rows));
   for (DType t : types) {
     const std::string tn(dtype_name(t));
     MatLayout layout = MatLayout::Rows;
@@ -207,9 +219,10 @@ int run_kernels(const KernelArgs& a) {
       const auto w = make_weights(t, s, pool);
       layout = w.front().view.layout;
       double gbs = 0;
-      const Probes p = between_probes(pool, [&] { gbs = bench_matvec(t, s, w, pool, a.quick); });
-      std::snprintf(label, sizeof label, "matvec %s %lldx%lld", tn.c_str(),
-                    static_cast<long long>(s.rows), static_cast<long long>(s.cols));
+      const Probes p =
+          between_probes(pool, [&] { gbs = bench_matvec(t, s, w, pool, a.quick, a.rows); });
+      std::snprintf(label, sizeof label, "matvec %s %lldx%lld%s", tn.c_str(),
+                    static_cast<long long>(s.rows), static_cast<long long>(s.cols), rows_note);
       print_share(label, gbs, p);
       if (matmul_ok && (!a.quick || s.rows == 4096)) {
         constexpr int64_t kN = 512;
@@ -225,8 +238,9 @@ int run_kernels(const KernelArgs& a) {
       }
     }
     if (layout != MatLayout::Rows) {
-      const StreamChoice c = stream_choice(layout, 1);
-      std::printf("stream %s: %s (%s)\n", tn.c_str(), std::string(stream_way_name(c.way)).c_str(),
+      const StreamChoice c = stream_choice(layout, static_cast<int>(a.rows));
+      std::printf("stream %s%s: %s (%s)\n", tn.c_str(), rows_note,
+                  std::string(stream_way_name(c.way)).c_str(),
                   c.measured ? "the fastest measured" : "not measured");
     }
     if (a.token) {
@@ -267,6 +281,9 @@ const Register reg{Command{
       k->add_option("-t,--threads", kargs->threads, "Worker threads (default: all cores)");
       k->add_option("--types", kargs->types, "Comma-separated weight types (default: all)");
       k->add_flag("--quick", kargs->quick, "Fewer repetitions");
+      k->add_option("--rows", kargs->rows,
+                    "Activation rows per matvec (1-4; 2: MetaVoice's two guidance rows)")
+          ->capture_default_str();
       k->add_flag("--token", kargs->token,
                   "Also the mean over whole tokens of RecurrentGemma-2B's matrices, one after "
                   "another as in decoding");

@@ -53,12 +53,22 @@ struct MatView {
 // depends on the kernel and on the machine and its load, so by default each (layout, number of
 // activation rows) measures its ways on its first large products, keeps the fastest and measures
 // again now and then. The outputs are the same whatever the way.
-enum class StreamWay : uint8_t { One, OnePrefetch, Two, TwoPrefetch, Four };
-constexpr int kStreamWays = 5;
+// The far ways prefetch three times as far ahead as the others: on one host 2 KiB ahead was
+// best, on another 6 KiB (docs/architecture.md, "Streams from memory").
+enum class StreamWay : uint8_t {
+  One,
+  OnePrefetch,
+  Two,
+  TwoPrefetch,
+  Four,
+  OnePrefetchFar,
+  TwoPrefetchFar
+};
+constexpr int kStreamWays = 7;
 std::string_view stream_way_name(StreamWay way);  // "1 group", "1 group + prefetch", ...
 // Every later product uses `way` (where its kernel can: see x16 kernels), or, with nullopt,
-// measures as described above. The environment can set it too: CACHET_STREAM=1, 1p, 2, 2p, 4
-// or auto (the default).
+// measures as described above. The environment can set it too: CACHET_STREAM=1, 1p, 2, 2p, 4,
+// 1f, 2f or auto (the default).
 void set_stream_way(std::optional<StreamWay> way);
 // The way products of this layout with nx activation rows take now, and whether it was chosen
 // by measurement (false: the kernel's default, or a way set by set_stream_way / CACHET_STREAM).

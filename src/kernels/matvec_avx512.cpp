@@ -44,6 +44,11 @@ inline void prefetch_ahead(const void* p, int64_t n) {
 // loads (SpreadPrefetch). Past the matrix is harmless; pieces that do not start lines ask for a
 // line twice now and then. N is a compile-time constant: GCC 12 dropped such a loop with a
 // run-time count from the inlined kernels.
+// The kernels' PF parameter multiplies their prefetch distance: 0 (no software prefetching),
+// kNear (the distance each kernel gives) or kFar (three times it: StreamWay::OnePrefetchFar
+// and TwoPrefetchFar, for hosts whose cores each stream faster or wait longer for memory).
+constexpr int kNear = 1, kFar = 3;
+
 template <int64_t N>
 [[gnu::always_inline]] inline void prefetch_lines(const uint8_t* p) {
   for (int64_t l = 0; l < N; l += 64)
@@ -390,7 +395,7 @@ struct KQ45K_X16 {
   template <int NX>
   static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
   static constexpr int64_t kPrefetchBytes = 2048;
-  template <int NX, bool PF>
+  template <int NX, int PF>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
     const __m512i m6w = _mm512_set1_epi16(0x3F);
@@ -406,7 +411,7 @@ struct KQ45K_X16 {
     }
     for (int k = 0; k < 4; ++k) {
       if constexpr (PF)  // a quarter of a chunk's lines (Q4_K 36, Q5_K 44) per sub-block pair
-        prefetch_lines<kChunkBytes / 4>(c + kPrefetchBytes + kChunkBytes / 4 * k);
+        prefetch_lines<kChunkBytes / 4>(c + kPrefetchBytes * PF + kChunkBytes / 4 * k);
       // A bytes as words: lane r = (byte of sub-block 2k, byte of 2k + 1) of row r
       const __m512i a = _mm512_cvtepu8_epi16(loadu256(c + 64 + 32 * k));
       const __m512i b = _mm512_cvtepu8_epi32(loadu128(c + 192 + 16 * k));
@@ -576,7 +581,7 @@ struct KQ6K_X16 {
   template <int NX>
   static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
   static constexpr int64_t kPrefetchBytes = 2048;
-  template <int NX, bool PF>
+  template <int NX, int PF>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
     const __m512i m6 = _mm512_set1_epi8(0x3F), m03 = _mm512_set1_epi8(0x03);
@@ -586,7 +591,7 @@ struct KQ6K_X16 {
     for (int j = 0; j < NX; ++j) iacc[j] = _mm512_setzero_si512();
     for (int t = 0; t < 16; ++t) {
       if constexpr (PF)  // the lines of a 16th of the chunk per sub-block
-        prefetch_lines<kChunkBytes / 16>(c + kPrefetchBytes + kChunkBytes / 16 * t);
+        prefetch_lines<kChunkBytes / 16>(c + kPrefetchBytes * PF + kChunkBytes / 16 * t);
       const uint8_t* wp = c + 288 + 192 * t;
       const __m512i a = loadu512(wp), b = loadu512(wp + 64), e = loadu512(wp + 128);
       __m512i w[4];
@@ -706,7 +711,7 @@ struct KBF16_AMX : BF16X16Stream {
   template <int G>
   static constexpr int64_t kPrefetchChunks = 0;
   // G groups (one or two) of rows: C tile g accumulates group g.
-  template <int G, bool PF>
+  template <int G, int PF>
   static void run(const uint8_t* const* groups, const XPrep* xs, int64_t lda, int64_t nb,
                   float* const* outs, int64_t ldo) {
     // GCC 12's tile loads and stores are asm statements that do not tell the compiler they
@@ -718,12 +723,12 @@ struct KBF16_AMX : BF16X16Stream {
     for (int64_t i = 0; i < nb; ++i) {
       _tile_loadd(2, xb + 32 * i, lda);
       const uint8_t* c0 = groups[0] + i * kChunkBytes;
-      if constexpr (PF) prefetch_lines<kChunkBytes>(c0 + kPrefetchChunks<G> * kChunkBytes);
+      if constexpr (PF) prefetch_lines<kChunkBytes>(c0 + kPrefetchChunks<G> * PF * kChunkBytes);
       _tile_loadd(3, c0, 64);
       _tile_dpbf16ps(0, 2, 3);
       if constexpr (G == 2) {
         const uint8_t* c1 = groups[1] + i * kChunkBytes;
-        if constexpr (PF) prefetch_lines<kChunkBytes>(c1 + kPrefetchChunks<G> * kChunkBytes);
+        if constexpr (PF) prefetch_lines<kChunkBytes>(c1 + kPrefetchChunks<G> * PF * kChunkBytes);
         _tile_loadd(4, c1, 64);
         _tile_dpbf16ps(1, 2, 4);
       }
@@ -766,7 +771,7 @@ concept SpreadPrefetch = requires {
 // alone, stream faster depends on the kernel and on the machine (docs/architecture.md,
 // "Streams from memory"): one host measured Q4_K fastest with one group and prefetching,
 // another 20% faster with neither, so the matvec dispatcher measures the ways (StreamTuner).
-template <typename K, int G, bool PF, int NX>
+template <typename K, int G, int PF, int NX>
 void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float* const* outs,
                 int64_t ldo) {
   __m512 acc[G][K::kAcc][NX];
@@ -780,7 +785,7 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
         K::template chunk<NX, PF>(c, i, xs, acc[g]);
       } else {
         if constexpr (PF)
-          prefetch_lines<K::kChunkBytes>(c + K::template kPrefetchChunks<G> * K::kChunkBytes);
+          prefetch_lines<K::kChunkBytes>(c + K::template kPrefetchChunks<G> * PF * K::kChunkBytes);
         K::template chunk<NX>(c, i, xs, acc[g]);
       }
     }
@@ -795,7 +800,7 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
 // Rows [r0, r1) (whole groups) as G parts read side by side, then the groups left.
 // Tile kernels (TileKernel) hold the tile configuration of NX rows for the call: the
 // activation rows' bf16 values lie one after another, w.cols apart (prepare_x).
-template <typename K, int NX, int G, bool PF>
+template <typename K, int NX, int G, int PF>
 void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
                    int64_t r1) {
   const int64_t nb = w.cols / K::kChunkCols;
@@ -828,14 +833,27 @@ void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int
 }
 
 // The way kernel K takes for NX activation rows when asked for `way`: two or four groups only
-// where its accumulators fit (four falls back to two, two to one).
+// where its accumulators fit (four falls back to two, two to one); the far ways as the near
+// ones where the kernel prefetches at no distance (the AMX kernel: a chunk just before it).
 template <typename K, int NX>
 constexpr StreamWay effective_way(StreamWay way) {
   constexpr int g = K::template kMaxGroups<NX>;
+  if constexpr (TileKernel<K>) {
+    if (way == StreamWay::OnePrefetchFar) way = StreamWay::OnePrefetch;
+    if (way == StreamWay::TwoPrefetchFar) way = StreamWay::TwoPrefetch;
+  }
   if (way == StreamWay::Four && g < 4) way = StreamWay::Two;
   if (g >= 2) return way;
-  return way == StreamWay::Two ? StreamWay::One
-                               : (way == StreamWay::TwoPrefetch ? StreamWay::OnePrefetch : way);
+  switch (way) {
+    case StreamWay::Two:
+      return StreamWay::One;
+    case StreamWay::TwoPrefetch:
+      return StreamWay::OnePrefetch;
+    case StreamWay::TwoPrefetchFar:
+      return StreamWay::OnePrefetchFar;
+    default:
+      return way;
+  }
 }
 
 template <typename K, int NX>
@@ -843,23 +861,29 @@ void x16_rows_nx(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64
                  StreamWay way) {
   switch (effective_way<K, NX>(way)) {
     case StreamWay::One:
-      return x16_groups_of<K, NX, 1, false>(w, xs, y, ldy, r0, r1);
+      return x16_groups_of<K, NX, 1, 0>(w, xs, y, ldy, r0, r1);
     case StreamWay::OnePrefetch:
-      return x16_groups_of<K, NX, 1, true>(w, xs, y, ldy, r0, r1);
+      return x16_groups_of<K, NX, 1, kNear>(w, xs, y, ldy, r0, r1);
+    case StreamWay::OnePrefetchFar:
+      return x16_groups_of<K, NX, 1, kFar>(w, xs, y, ldy, r0, r1);
     case StreamWay::Two:
       if constexpr (K::template kMaxGroups<NX> >= 2)
-        return x16_groups_of<K, NX, 2, false>(w, xs, y, ldy, r0, r1);
+        return x16_groups_of<K, NX, 2, 0>(w, xs, y, ldy, r0, r1);
       break;
     case StreamWay::TwoPrefetch:
       if constexpr (K::template kMaxGroups<NX> >= 2)
-        return x16_groups_of<K, NX, 2, true>(w, xs, y, ldy, r0, r1);
+        return x16_groups_of<K, NX, 2, kNear>(w, xs, y, ldy, r0, r1);
+      break;
+    case StreamWay::TwoPrefetchFar:
+      if constexpr (K::template kMaxGroups<NX> >= 2)
+        return x16_groups_of<K, NX, 2, kFar>(w, xs, y, ldy, r0, r1);
       break;
     case StreamWay::Four:
       if constexpr (K::template kMaxGroups<NX> >= 4)
-        return x16_groups_of<K, NX, 4, false>(w, xs, y, ldy, r0, r1);
+        return x16_groups_of<K, NX, 4, 0>(w, xs, y, ldy, r0, r1);
       break;
   }
-  x16_groups_of<K, NX, 1, false>(w, xs, y, ldy, r0, r1);  // not reached (effective_way)
+  x16_groups_of<K, NX, 1, 0>(w, xs, y, ldy, r0, r1);  // not reached (effective_way)
 }
 
 // fn.template operator()<NX>() for nx (1..4; more counts as 4) activation rows.

@@ -3,14 +3,16 @@
 // A (layout, activation rows) slot starts with its kernel's default way. Its products of at
 // least kMinBytes then take the ways that differ for that kernel in rounds: each round gives
 // every way one product, in a new random order, timed by the caller. Once every way has
-// kMinCalls products and kMinWayBytes, the way with the highest mean rate per product is kept.
-// Equal numbers of products per way, in random order, keep a model's repeating sequence of
-// matrix shapes from favouring one way, and the mean per product keeps one large product (an
-// output head) from outweighing the rest. After kRetuneBytes more, the slot measures again, so
+// kMinCalls products and kMinWayBytes, the way with the highest median rate per product is
+// kept. Equal numbers of products per way, in random order, keep a model's repeating sequence
+// of matrix shapes from favouring one way; the median per product keeps one large product (an
+// output head) from outweighing the rest, and a few products slowed by other work on the
+// machine from deciding. After kRetuneBytes more, the slot measures again, so
 // a choice made while the machine was loaded differently does not stay for good. Nothing here
 // changes a result: every way computes the same outputs.
 #include "kernels/stream_tuner.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -33,10 +35,21 @@ constexpr size_t kMinWayBytes = size_t{256} << 20;  // per way
 constexpr size_t kRetuneBytes = size_t{64} << 30;   // streamed before measuring again
 constexpr int kLayouts = 9, kMaxNx = 4;
 
+constexpr int kMaxRates = 128;  // per way; calls past these count only their bytes
+
 struct WayStats {
   double bytes = 0;
-  double rate_sum = 0;  // sum over calls of bytes per second
+  float rates[kMaxRates];  // bytes per second of the first calls
   int calls = 0;
+
+  // The median rate over the calls recorded (0 if none): on a machine shared with other
+  // work, a few calls slowed by a neighbour move a mean but not the median.
+  double median() {
+    const int n = calls < kMaxRates ? calls : kMaxRates;
+    if (n == 0) return 0;
+    std::nth_element(rates, rates + n / 2, rates + n);
+    return rates[n / 2];
+  }
 };
 
 struct Slot {
@@ -59,7 +72,9 @@ constexpr struct {
                             {"1p", "1 group + prefetch"},
                             {"2", "2 groups"},
                             {"2p", "2 groups + prefetch"},
-                            {"4", "4 groups"}};
+                            {"4", "4 groups"},
+                            {"1f", "1 group + far prefetch"},
+                            {"2f", "2 groups + far prefetch"}};
 
 std::optional<StreamWay> parse_env() {
   const char* v = std::getenv("CACHET_STREAM");
@@ -68,7 +83,7 @@ std::optional<StreamWay> parse_env() {
   if (s == "auto") return std::nullopt;
   for (int w = 0; w < kStreamWays; ++w)
     if (s == kWayNames[w].code) return static_cast<StreamWay>(w);
-  fail("CACHET_STREAM='", s, "': expected 1, 1p, 2, 2p, 4 or auto");
+  fail("CACHET_STREAM='", s, "': expected 1, 1p, 2, 2p, 4, 1f, 2f or auto");
 }
 
 class Tuner {
@@ -115,7 +130,8 @@ class Tuner {
     if (seconds <= 0) return;
     WayStats& w = s.stats[static_cast<int>(way)];
     w.bytes += static_cast<double>(bytes);
-    w.rate_sum += static_cast<double>(bytes) / seconds;
+    if (w.calls < kMaxRates)
+      w.rates[w.calls] = static_cast<float>(static_cast<double>(bytes) / seconds);
     ++w.calls;
   }
 
@@ -158,14 +174,14 @@ class Tuner {
     return true;
   }
 
-  // Keeps the way with the highest mean rate over its calls (each call weighs the same, so
+  // Keeps the way with the highest median rate over its calls (each call weighs the same, so
   // one large product does not outweigh the rest), or the current way if none has a time.
   static void decide(Slot& s) {
     int best = -1;
     double best_rate = 0;
     for (int w = 0; w < kStreamWays; ++w) {
       if (!s.ways[w] || s.stats[w].calls == 0) continue;
-      const double rate = s.stats[w].rate_sum / s.stats[w].calls;
+      const double rate = s.stats[w].median();
       if (rate > best_rate) best = w, best_rate = rate;
     }
     if (best >= 0) s.way = static_cast<StreamWay>(best);

@@ -61,6 +61,7 @@ constexpr int64_t stream_way_groups(StreamWay way) {
   switch (way) {
     case StreamWay::Two:
     case StreamWay::TwoPrefetch:
+    case StreamWay::TwoPrefetchFar:
       return 2;
     case StreamWay::Four:
       return 4;
