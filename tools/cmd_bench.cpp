@@ -201,6 +201,7 @@ void print_share(const std::string& label, double gbs, const Probes& p) {
 }
 
 int run_kernels(const KernelArgs& a) {
+  CACHET_CHECK(a.rows >= 1 && a.rows <= 4, "bench kernels: --rows ", a.rows, " (expected 1 to 4)");
   apply_threads(a.threads);
   ThreadPool& pool = default_pool();
   const auto types = parse_types(a.types);
@@ -209,7 +210,6 @@ int run_kernels(const KernelArgs& a) {
   std::printf("matmul path: %s\n", std::string(matmul_path_name(matmul_path())).c_str());
   bool matmul_ok = true;
   char label[128], rows_note[32] = "";
-  CACHET_CHECK(a.rows >= 1 && a.rows <= 4, "bench kernels: --rows ", a.rows, " (expected 1 to 4)");
   if (a.rows > 1)
     std::snprintf(rows_note, sizeof rows_note, " (%lld rows)", static_cast<long long>(a.rows));
   for (DType t : types) {

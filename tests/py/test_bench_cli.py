@@ -70,10 +70,25 @@ def bench_kernels(cachet, res):
              for l in lines)
     res.check("matmul path line", ok, "" if ok else out)
     if lines and lines[0].endswith("isa: avx512"):  # the interleaved layouts: a stream way
-        ways = r"(1 group|1 group \+ prefetch|2 groups|2 groups \+ prefetch|4 groups)"
+        ways = (r"(1 group|1 group \+ prefetch|2 groups|2 groups \+ prefetch|4 groups|"
+                r"1 group \+ far prefetch|2 groups \+ far prefetch)")
         ok = any(re.fullmatch(rf"stream Q8_0: {ways} \((the fastest measured|not measured)\)",
                               l) for l in lines)
         res.check("stream way line", ok, "" if ok else out)
+
+
+def bench_kernels_rows(cachet, res):
+    """--rows 2: products of two activation rows, labelled as such."""
+    rc, out, err = run([cachet, "bench", "kernels", "--quick", "-t", "2", "--types", "Q8_0",
+                        "--rows", "2"], timeout=600)
+    if not res.check("bench kernels --rows 2 runs", rc == 0, err.strip()[-300:]):
+        return
+    pat = re.compile(rf"matvec Q8_0 4096x14336 \(2 rows\): {NUM} GB/s \([0-9]+% of bandwidth, "
+                     rf"{NUM} GB/s around it\)")
+    ok = any(pat.fullmatch(l) for l in out.splitlines())
+    res.check("matvec line of two rows", ok, "" if ok else out)
+    rc, _, err = run([cachet, "bench", "kernels", "--quick", "--types", "Q8_0", "--rows", "5"])
+    res.check("--rows 5 is an error", rc != 0 and "--rows 5" in err, err.strip())
 
 
 def bad_input(cachet, res):
@@ -101,6 +116,7 @@ def main():
     bad_input(a.cachet, res)
     bench_model(a.cachet, res)
     bench_kernels(a.cachet, res)
+    bench_kernels_rows(a.cachet, res)
     print(f"{res.passed} passed, {len(res.failed)} failed: {res.failed}")
     return 1 if res.failed else 0
 
