@@ -859,31 +859,30 @@ constexpr StreamWay effective_way(StreamWay way) {
 template <typename K, int NX>
 void x16_rows_nx(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0, int64_t r1,
                  StreamWay way) {
+  // G groups, PF times the kernel's prefetch distance; effective_way leaves only G the kernel
+  // can read, so the fallback is not reached.
+  auto go = [&]<int G, int PF>() {
+    if constexpr (K::template kMaxGroups<NX> >= G)
+      x16_groups_of<K, NX, G, PF>(w, xs, y, ldy, r0, r1);
+    else
+      x16_groups_of<K, NX, 1, 0>(w, xs, y, ldy, r0, r1);
+  };
   switch (effective_way<K, NX>(way)) {
     case StreamWay::One:
-      return x16_groups_of<K, NX, 1, 0>(w, xs, y, ldy, r0, r1);
+      return go.template operator()<1, 0>();
     case StreamWay::OnePrefetch:
-      return x16_groups_of<K, NX, 1, kNear>(w, xs, y, ldy, r0, r1);
+      return go.template operator()<1, kNear>();
     case StreamWay::OnePrefetchFar:
-      return x16_groups_of<K, NX, 1, kFar>(w, xs, y, ldy, r0, r1);
+      return go.template operator()<1, kFar>();
     case StreamWay::Two:
-      if constexpr (K::template kMaxGroups<NX> >= 2)
-        return x16_groups_of<K, NX, 2, 0>(w, xs, y, ldy, r0, r1);
-      break;
+      return go.template operator()<2, 0>();
     case StreamWay::TwoPrefetch:
-      if constexpr (K::template kMaxGroups<NX> >= 2)
-        return x16_groups_of<K, NX, 2, kNear>(w, xs, y, ldy, r0, r1);
-      break;
+      return go.template operator()<2, kNear>();
     case StreamWay::TwoPrefetchFar:
-      if constexpr (K::template kMaxGroups<NX> >= 2)
-        return x16_groups_of<K, NX, 2, kFar>(w, xs, y, ldy, r0, r1);
-      break;
+      return go.template operator()<2, kFar>();
     case StreamWay::Four:
-      if constexpr (K::template kMaxGroups<NX> >= 4)
-        return x16_groups_of<K, NX, 4, 0>(w, xs, y, ldy, r0, r1);
-      break;
+      return go.template operator()<4, 0>();
   }
-  x16_groups_of<K, NX, 1, 0>(w, xs, y, ldy, r0, r1);  // not reached (effective_way)
 }
 
 // fn.template operator()<NX>() for nx (1..4; more counts as 4) activation rows.
