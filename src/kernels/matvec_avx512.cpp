@@ -55,6 +55,16 @@ template <int64_t N>
     _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
 }
 
+// acc plus the dot products of w's byte quadruples with the four bytes at p, broadcast: one
+// vpdpbusd with its broadcast from memory folded in. GCC 12 loads such a broadcast apart, and
+// on some cores (Zen 5) that second instruction takes a slot of the two vector pipes the dot
+// products need: a zmm broadcast load and a vpdpbusd each issue two per cycle there, and six
+// of each took as long as eight dot products (an ad-hoc loop, not kept).
+[[gnu::always_inline]] inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int32_t* p) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*p));
+  return acc;
+}
+
 // The low and high nibbles of v's bytes as two byte vectors: with four bits, the high ones left
 // in place (16 times their value: one instruction each); with five, both at their value plus
 // 16 where the fifth bit is set in the two 64-bit byte masks at h5 (low, then high nibbles).
@@ -62,6 +72,8 @@ template <bool kFive>
 [[gnu::always_inline]] inline void split_nibbles(__m512i v, const uint8_t* h5, __m512i& lo,
                                                  __m512i& hi) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
+  // v in a register: GCC 12 folds its load into both instructions below, reading it twice
+  asm("" : "+v"(v));
   lo = _mm512_and_si512(v, m4);
   if constexpr (kFive) {
     const __m512i c16 = _mm512_set1_epi8(16);
@@ -437,8 +449,8 @@ struct KQ45K_X16 {
           const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
           dlo[h][j] = dhi[h][j] = _mm512_setzero_si512();
           for (int t = 0; t < 4; ++t) {
-            dlo[h][j] = _mm512_dpbusd_epi32(dlo[h][j], lo[t], _mm512_set1_epi32(xq[t]));
-            dhi[h][j] = _mm512_dpbusd_epi32(dhi[h][j], hi[t], _mm512_set1_epi32(xq[4 + t]));
+            dlo[h][j] = dpbusd_bcast(dlo[h][j], lo[t], xq + t);
+            dhi[h][j] = dpbusd_bcast(dhi[h][j], hi[t], xq + 4 + t);
           }
         }
       }
