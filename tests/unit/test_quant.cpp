@@ -412,6 +412,27 @@ TEST(QuantKnown, FloatTypes) {
   EXPECT_EQ(out[3], 0x7c00);  // overflow to infinity
 }
 
+// quantize_row to BF16 (a loop without branches, vectorized) gives f32_to_bf16's bits for every
+// kind of value: ties both ways, subnormals, infinities, NaNs of either sign and payload, and
+// rounding up into the exponent and to infinity; at every length, so the vector body and its
+// remainder both run.
+TEST(QuantKnown, Bf16RowMatchesScalarRounding) {
+  std::vector<uint32_t> bits = {0x3f800000, 0x3f808000, 0x3f818000, 0x3f807fff, 0x3f808001,
+                                0x00000001, 0x807fffff, 0x00008000, 0x7f800000, 0xff800000,
+                                0x7fc00000, 0xffc00001, 0x7f800001, 0xff800001, 0x7f7fffff,
+                                0x3fffffff, 0x80000000, 0x00000000};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200; ++i) bits.push_back(static_cast<uint32_t>(rng()));
+  std::vector<float> src(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) std::memcpy(&src[i], &bits[i], 4);
+  for (size_t n = 1; n <= src.size(); n += 7) {
+    std::vector<uint16_t> out(n);
+    quantize_row(DType::BF16, src.data(), out.data(), static_cast<int64_t>(n));
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], f32_to_bf16(src[i])) << "value bits " << std::hex << bits[i] << ", n " << n;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Quantizer specifics.
 
