@@ -264,23 +264,35 @@ struct MvStage1::Impl {
         ops::rmsnorm(x + r * d, L.attn_norm.data(), xn + r * d, d, eps, false);
       models::apply_linear(L.wqkv, xn, N, qkv, tp);
 
-      // The new keys and values go to the cache first; position p then attends to 0..p.
-      for (int64_t r = 0; r < N; ++r) {
+      // The new keys and values go to the cache first; position p then attends to 0..p. A
+      // decoding step (one position per row) with a key head per query head puts each head in
+      // its own attention item instead, before it attends: the threads share the rounding and
+      // the first writes to the cache's new pages (page faults), which on one thread left the
+      // other waiting for up to a tenth of a step.
+      const bool put_in_items = n == 1 && a.n_local_heads == H;
+      for (int64_t r = 0; r < N && !put_in_items; ++r) {
         const int64_t b = r / n, p = pos0 + r % n;
         const float* kr = qkv + r * qkv_dim() + qd;
         st.put(l, p, b, kr, kr + kvd);
       }
+      auto put_heads = [&](int64_t r, int64_t h, int64_t count) {
+        if (!put_in_items) return;
+        const float* kr = qkv + r * qkv_dim() + qd;
+        st.put_heads(l, pos0 + r % n, r / n, h, h + count, kr, kr + kvd);
+      };
       // Every (row, head) on its own: each streams its head's keys and values in order.
       // With a bf16 cache, heads go in pairs whose keys, then values, are read side by side:
       // two streams from memory per thread. One stream per thread left the bandwidth unused
       // (README, "Prefetching a few lines at a time"); each head's outputs are the same.
       auto attend = [&](int64_t item, int tid) {
         const int64_t r = item / H, h = item % H;
+        put_heads(r, h, 1);
         attend_head(st, l, r / n, h, pos0 + r % n, qkv + r * qkv_dim() + h * hd, scale,
                     scores + static_cast<int64_t>(tid) * 2 * max_keys, att + r * qd + h * hd);
       };
       auto attend_pair = [&](int64_t pair, int tid) {
         const int64_t r = 2 * pair / H, h = 2 * pair % H;
+        put_heads(r, h, 2);
         float* sc = scores + static_cast<int64_t>(tid) * 2 * max_keys;
         attend_two_heads(st, l, r / n, h, pos0 + r % n, qkv + r * qkv_dim() + h * hd, scale, sc,
                          sc + max_keys, att + r * qd + h * hd);

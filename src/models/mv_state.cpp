@@ -16,7 +16,8 @@ namespace {
 void copy_heads(uint8_t* dst, size_t dst_stride, const uint8_t* src, size_t src_stride,
                 int64_t blocks, size_t bytes) {
   if (bytes == 0) return;
-  for (int64_t b = 0; b < blocks; ++b) std::memcpy(dst + b * dst_stride, src + b * src_stride, bytes);
+  for (int64_t b = 0; b < blocks; ++b)
+    std::memcpy(dst + b * dst_stride, src + b * src_stride, bytes);
 }
 }  // namespace
 
@@ -66,8 +67,13 @@ void MvKvState::reserve_positions(int64_t n) {
 }
 
 void MvKvState::put(int64_t layer, int64_t p, int64_t row, const float* k, const float* v) {
+  put_heads(layer, p, row, 0, layout->kv_heads, k, v);
+}
+
+void MvKvState::put_heads(int64_t layer, int64_t p, int64_t row, int64_t h0, int64_t h1,
+                          const float* k, const float* v) {
   const int64_t hd = layout->head_dim();
-  for (int64_t h = 0; h < layout->kv_heads; ++h) {
+  for (int64_t h = h0; h < h1; ++h) {
     uint8_t* kd = block(layer, 0, row, h) + head_bytes(p);
     uint8_t* vd = block(layer, 1, row, h) + head_bytes(p);
     quantize_row(layout->kv_type, k + h * hd, kd, hd);  // F32: a copy; BF16: rounded
@@ -102,7 +108,8 @@ void MvKvState::save(const std::string& path) const {
   std::vector<uint8_t> packed(static_cast<size_t>(blocks) * used);
   for (int64_t l = 0; l < layout->layers; ++l)
     for (int kind = 0; kind < 2; ++kind) {
-      copy_heads(packed.data(), used, kv_[2 * l + kind].data(), head_bytes(capacity_), blocks, used);
+      copy_heads(packed.data(), used, kv_[2 * l + kind].data(), head_bytes(capacity_), blocks,
+                 used);
       w.add_section((kind == 0 ? "k." : "v.") + std::to_string(l), packed.data(), packed.size(),
                     layout->kv_type);
     }

@@ -25,7 +25,7 @@ struct MvKvLayout {
   int64_t layers = 0, rows = 0, kv_dim = 0;
   int64_t kv_heads = 1;        // kv_dim = kv_heads * head_dim
   DType kv_type = DType::F32;  // F32 or BF16
-  int64_t max_positions = 0;  // block_size
+  int64_t max_positions = 0;   // block_size
 
   int64_t head_dim() const { return kv_dim / kv_heads; }
   size_t elem_bytes() const { return kv_type == DType::BF16 ? 2 : 4; }
@@ -53,6 +53,10 @@ class MvKvState final : public StateImpl {
   // Stores the key and value rows ([kv_dim] f32 each, all heads) of sequence `row` at position p
   // (p < the reserved count), rounded to bf16 in a bf16 cache.
   void put(int64_t layer, int64_t p, int64_t row, const float* k, const float* v);
+  // put for heads [h0, h1) only (k and v still hold every head): callers that split the heads
+  // over threads.
+  void put_heads(int64_t layer, int64_t p, int64_t row, int64_t h0, int64_t h1, const float* k,
+                 const float* v);
   // The keys of head h of sequence `row`, positions [0, n), as an [n, head_dim] matrix.
   MatView keys(int64_t layer, int64_t row, int64_t h, int64_t n) const;
   // The values of head h of sequence `row` from position 0 on, rows head_dim apart: f32 (an F32
@@ -88,7 +92,7 @@ class MvKvState final : public StateImpl {
     uint8_t* data() const { return p.get(); }
   };
   std::vector<Bytes> kv_;  // per layer: keys, then values; [rows][heads][capacity][head_dim]
-  int64_t capacity_ = 0;                  // positions per head block
+  int64_t capacity_ = 0;   // positions per head block
 };
 
 }  // namespace cachet::models
