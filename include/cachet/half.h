@@ -16,11 +16,15 @@ inline uint32_t f32_to_bits(float f) {
   return u;
 }
 
-inline float bf16_to_f32(uint16_t h) { return bits_to_f32(static_cast<uint32_t>(h) << 16); }
+inline float bf16_to_f32(uint16_t h) {
+  return bits_to_f32(static_cast<uint32_t>(h) << 16);
+}
+// Nearest, ties to even; a NaN stays a NaN, made quiet. Written without a branch so that loops
+// over it vectorize (quantize_row to BF16, which MetaVoice's KV cache takes every step).
 inline uint16_t f32_to_bf16(float f) {
-  uint32_t u = f32_to_bits(f);
-  if ((u & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((u >> 16) | 64);  // quiet NaN
-  return static_cast<uint16_t>((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+  const uint32_t u = f32_to_bits(f);
+  const uint32_t nearest = (u + (0x7fff + ((u >> 16) & 1))) >> 16, quiet = (u >> 16) | 64;
+  return static_cast<uint16_t>((u & 0x7fffffff) > 0x7f800000 ? quiet : nearest);
 }
 
 inline float f16_to_f32(uint16_t h) {

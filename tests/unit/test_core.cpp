@@ -38,6 +38,13 @@ TEST(Half, RoundTripAndRounding) {
   // 1 + 2^-8 is halfway between two bf16 values: ties to even (down to 1.0).
   EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);
   EXPECT_EQ(f32_to_bf16(1.01171875f), 0x3f82);
+  // Signalling NaNs come out quiet, keeping sign and top payload bits; infinities stay; the
+  // largest float rounds up to infinity.
+  EXPECT_EQ(f32_to_bf16(bits_to_f32(0x7f800001)), 0x7fc0);
+  EXPECT_EQ(f32_to_bf16(bits_to_f32(0xff810000)), 0xffc1);
+  EXPECT_EQ(f32_to_bf16(bits_to_f32(0x7fc00000)), 0x7fc0);
+  EXPECT_EQ(f32_to_bf16(bits_to_f32(0xff800000)), 0xff80);
+  EXPECT_EQ(f32_to_bf16(bits_to_f32(0x7f7fffff)), 0x7f80);
   EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // rounds to infinity
 }
 

@@ -412,10 +412,10 @@ TEST(QuantKnown, FloatTypes) {
   EXPECT_EQ(out[3], 0x7c00);  // overflow to infinity
 }
 
-// quantize_row to BF16 (a loop without branches, vectorized) gives f32_to_bf16's bits for every
-// kind of value: ties both ways, subnormals, infinities, NaNs of either sign and payload, and
-// rounding up into the exponent and to infinity; at every length, so the vector body and its
-// remainder both run.
+// quantize_row to BF16 (a loop over the branch-free f32_to_bf16, vectorized) gives f32_to_bf16's
+// bits for every kind of value: ties both ways, subnormals, infinities, NaNs of either sign and
+// payload, and rounding up into the exponent and to infinity; at every length, so the vector body
+// and its remainder both run.
 TEST(QuantKnown, Bf16RowMatchesScalarRounding) {
   std::vector<uint32_t> bits = {0x3f800000, 0x3f808000, 0x3f818000, 0x3f807fff, 0x3f808001,
                                 0x00000001, 0x807fffff, 0x00008000, 0x7f800000, 0xff800000,
