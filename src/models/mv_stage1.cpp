@@ -270,11 +270,12 @@ struct MvStage1::Impl {
       // the first writes to the cache's new pages (page faults), which on one thread left the
       // other waiting for up to a tenth of a step.
       const bool put_in_items = n == 1 && a.n_local_heads == H;
-      for (int64_t r = 0; r < N && !put_in_items; ++r) {
-        const int64_t b = r / n, p = pos0 + r % n;
-        const float* kr = qkv + r * qkv_dim() + qd;
-        st.put(l, p, b, kr, kr + kvd);
-      }
+      if (!put_in_items)
+        for (int64_t r = 0; r < N; ++r) {
+          const int64_t b = r / n, p = pos0 + r % n;
+          const float* kr = qkv + r * qkv_dim() + qd;
+          st.put(l, p, b, kr, kr + kvd);
+        }
       auto put_heads = [&](int64_t r, int64_t h, int64_t count) {
         if (!put_in_items) return;
         const float* kr = qkv + r * qkv_dim() + qd;
