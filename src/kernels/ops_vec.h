@@ -287,17 +287,16 @@ struct VecOps {
       out[j] = dot(q, k + j * stride, n) * scale;
     }
   }
-  // y += w[j] * v[j * stride] for j = 0, 1, ... in order; y is kept in registers, 8 vectors
-  // at a time. The rows are f32, or bf16 (a bf16 cache) widened to f32 as they are loaded:
+  // y += w[j] * v[j * stride] for j = 0, 1, ... in order; y is kept in registers, a tile of
+  // columns at a time. The rows are f32, or bf16 (a bf16 cache) widened to f32 as they are loaded:
   // exactly what the f32 version gives on the widened rows.
   static F load_row(const float* p) { return V::load(p); }
   static F load_row(const uint16_t* p) { return V::load_bf16(p); }
-  // NV weight vectors over their own NV blocks of rows (the same count), in one pass: NV
-  // streams at once, each y exactly what it gets alone.
-  template <int NV, typename T>
-  static void axpy_rows_n(const float* const* wn, const T* const* vn, int64_t stride, int64_t count,
-                          int64_t n, float* const* yn) {
-    constexpr int64_t kFloatsPerRun = 8 * W * static_cast<int64_t>(sizeof(T)) / 4;
+  // Columns [c, c + U W) of axpy_rows_n, y kept in U registers per stream.
+  template <int U, int NV, typename T>
+  static void axpy_rows_tile(const float* const* wn, const T* const* vn, int64_t stride,
+                             int64_t count, int64_t c, float* const* yn) {
+    constexpr int64_t kFloatsPerRun = U * W * static_cast<int64_t>(sizeof(T)) / 4;
     // bf16 rows where V reads them as even and odd positions (acc[2u], acc[2u + 1]: the even
     // and odd values of y's u-th 2W): one load and one instruction per W values instead of a
     // widening load and a shift. Each y[i] takes the same fused multiply-adds in the same
@@ -305,46 +304,55 @@ struct VecOps {
     constexpr bool kPairs = std::is_same_v<T, uint16_t> && requires(const uint16_t* p, F a) {
       V::load_bf16_pairs(p, a, a);
     };
-    int64_t c = 0;
-    for (; c + 8 * W <= n; c += 8 * W) {
-      F acc[NV][8];
-      for (int a = 0; a < NV; ++a)
-        for (int u = 0; u < 8; ++u) {
-          if constexpr (kPairs) {
-            if (u % 2 == 0) V::load_pairs(yn[a] + c + u * W, acc[a][u], acc[a][u + 1]);
-          } else {
-            acc[a][u] = V::load(yn[a] + c + u * W);
-          }
-        }
-      for (int64_t j = 0; j < count; ++j) {
-        for (int a = 0; a < NV; ++a) {
-          const T* v = vn[a];
-          if (j + kRowsAhead < count)
-            prefetch_run(reinterpret_cast<const float*>(v + (j + kRowsAhead) * stride + c),
-                         kFloatsPerRun);
-          const F wv = V::set1(wn[a][j]);
-          const T* vr = v + j * stride + c;
-          if constexpr (kPairs) {
-            for (int u = 0; u < 8; u += 2) {
-              F ve, vo;
-              V::load_bf16_pairs(vr + u * W, ve, vo);
-              acc[a][u] = V::fmadd(wv, ve, acc[a][u]);
-              acc[a][u + 1] = V::fmadd(wv, vo, acc[a][u + 1]);
-            }
-          } else {
-            for (int u = 0; u < 8; ++u) acc[a][u] = V::fmadd(wv, load_row(vr + u * W), acc[a][u]);
-          }
+    F acc[NV][U];
+    for (int a = 0; a < NV; ++a)
+      for (int u = 0; u < U; ++u) {
+        if constexpr (kPairs) {
+          if (u % 2 == 0) V::load_pairs(yn[a] + c + u * W, acc[a][u], acc[a][u + 1]);
+        } else {
+          acc[a][u] = V::load(yn[a] + c + u * W);
         }
       }
-      for (int a = 0; a < NV; ++a)
-        for (int u = 0; u < 8; ++u) {
-          if constexpr (kPairs) {
-            if (u % 2 == 0) V::store_pairs(yn[a] + c + u * W, acc[a][u], acc[a][u + 1]);
-          } else {
-            V::store(yn[a] + c + u * W, acc[a][u]);
+    for (int64_t j = 0; j < count; ++j) {
+      for (int a = 0; a < NV; ++a) {
+        const T* v = vn[a];
+        if (j + kRowsAhead < count)
+          prefetch_run(reinterpret_cast<const float*>(v + (j + kRowsAhead) * stride + c),
+                       kFloatsPerRun);
+        const F wv = V::set1(wn[a][j]);
+        const T* vr = v + j * stride + c;
+        if constexpr (kPairs) {
+          for (int u = 0; u < U; u += 2) {
+            F ve, vo;
+            V::load_bf16_pairs(vr + u * W, ve, vo);
+            acc[a][u] = V::fmadd(wv, ve, acc[a][u]);
+            acc[a][u + 1] = V::fmadd(wv, vo, acc[a][u + 1]);
           }
+        } else {
+          for (int u = 0; u < U; ++u) acc[a][u] = V::fmadd(wv, load_row(vr + u * W), acc[a][u]);
         }
+      }
     }
+    for (int a = 0; a < NV; ++a)
+      for (int u = 0; u < U; ++u) {
+        if constexpr (kPairs) {
+          if (u % 2 == 0) V::store_pairs(yn[a] + c + u * W, acc[a][u], acc[a][u + 1]);
+        } else {
+          V::store(yn[a] + c + u * W, acc[a][u]);
+        }
+      }
+  }
+  // NV weight vectors over their own NV blocks of rows (the same count), in one pass: NV
+  // streams at once, each y exactly what it gets alone. Columns go U vectors at a time: 16 for
+  // one f32 stream with 32 registers (a row of 256 columns, as RecurrentGemma's gates, in one
+  // pass: a contiguous stream), else 8; then 8, then the tail.
+  template <int NV, typename T>
+  static void axpy_rows_n(const float* const* wn, const T* const* vn, int64_t stride, int64_t count,
+                          int64_t n, float* const* yn) {
+    int64_t c = 0;
+    if constexpr (NV == 1 && W == 16 && std::is_same_v<T, float>)
+      for (; c + 16 * W <= n; c += 16 * W) axpy_rows_tile<16, NV>(wn, vn, stride, count, c, yn);
+    for (; c + 8 * W <= n; c += 8 * W) axpy_rows_tile<8, NV>(wn, vn, stride, count, c, yn);
     if (c == n) return;
     for (int a = 0; a < NV; ++a)
       for (int64_t j = 0; j < count; ++j) {

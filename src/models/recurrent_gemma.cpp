@@ -50,9 +50,12 @@ struct Layer {
   std::vector<float> conv_b;    // [R]
   std::vector<float> neg_c_sp;  // -8 * softplus(recurrent_param), [R]
   // Per head h, the input gate's and the recurrence gate's [bw, bw] blocks one after the other
-  // as one [2 bw, bw] matrix (out, in: transposed from HF's [H, in, out]), and their biases:
-  // one matvec gives both gates of a head.
-  std::vector<float> gates_t;  // [H, 2, bw_out, bw_in]
+  // (each as HF stores it, [in, out]), and their biases. A gate is then y = b + sum_i x_i W[i]:
+  // axpy over contiguous rows, one stream from memory with y in registers. 2 H bw bw floats
+  // (RecurrentGemma-2B: 5 MiB a layer) in a buffer of huge pages, as the other weights.
+  std::shared_ptr<void> gates_buf;
+  int64_t gates_n = 0;         // floats in gates_buf
+  const float* gates_t{};      // [H, 2, bw_in, bw_out]
   std::vector<float> gates_b;  // [H, 2, bw]
   // Attention block.
   models::FusedLinear qkv;  // q_proj, k_proj, v_proj
@@ -214,12 +217,14 @@ class RecurrentGemma final : public LanguageModel {
         L.neg_c_sp.resize(static_cast<size_t>(R));
         ops::softplus(lam.data(), L.neg_c_sp.data(), R);
         for (float& x : L.neg_c_sp) x *= -8.0f;
-        L.gates_t.resize(static_cast<size_t>(2 * H * bw * bw));
+        L.gates_n = 2 * H * bw * bw;
+        L.gates_buf = aligned_buffer(static_cast<size_t>(L.gates_n) * sizeof(float));
+        float* gw = static_cast<float*>(L.gates_buf.get());
+        L.gates_t = gw;
         L.gates_b.resize(static_cast<size_t>(2 * H * bw));
         const char* gate[2] = {"input_gate", "recurrent_gate"};
         for (int64_t g = 0; g < 2; ++g)
-          place_gate(f, gp + gate[g], H, bw, L.gates_t.data() + g * bw * bw,
-                     L.gates_b.data() + g * bw);
+          place_gate(f, gp + gate[g], H, bw, gw + g * bw * bw, L.gates_b.data() + g * bw);
       }
       layers_.push_back(std::move(L));
     }
@@ -239,9 +244,9 @@ class RecurrentGemma final : public LanguageModel {
     }
   }
 
-  // One gate's weight (HF: [H, in, out]) and bias ([H, bw]) into the fused per-head layout of
+  // One gate's weight (HF: [H, in, out]) and bias ([H, bw]) into the per-head layout of
   // Layer::gates_t / gates_b, whose heads are 2 bw rows apart: head h's block goes to
-  // w + h * 2 bw * bw as f32 [out, in], so each output is a contiguous dot.
+  // w + h * 2 bw * bw as it is, f32 [in, out].
   static void place_gate(const ModelFiles& f, const std::string& prefix, int64_t H, int64_t bw,
                          float* w, float* b) {
     const std::vector<float> src =
@@ -250,8 +255,7 @@ class RecurrentGemma final : public LanguageModel {
         models::to_f32(models::need_tensor(f, prefix + "_bias", {H, bw}));
     for (int64_t h = 0; h < H; ++h) {
       float* blk = w + h * 2 * bw * bw;
-      for (int64_t i = 0; i < bw; ++i)
-        for (int64_t o = 0; o < bw; ++o) blk[o * bw + i] = src[(h * bw + i) * bw + o];
+      std::copy_n(src.data() + h * bw * bw, bw * bw, blk);
       std::copy_n(bias.data() + h * bw, bw, b + h * 2 * bw);
     }
   }
@@ -286,8 +290,8 @@ class RecurrentGemma final : public LanguageModel {
         b += L.qkv.bytes() + L.o.bytes();
       } else {
         b += L.lin_xy.bytes() + L.lin_out.bytes();
-        b += (L.conv_w.size() + L.conv_b.size() + L.neg_c_sp.size() + L.gates_t.size() +
-              L.gates_b.size()) *
+        b += (L.conv_w.size() + L.conv_b.size() + L.neg_c_sp.size() +
+              static_cast<size_t>(L.gates_n) + L.gates_b.size()) *
              4;
       }
     }
@@ -373,7 +377,6 @@ class RecurrentGemma final : public LanguageModel {
     s.rope = buf(N * cfg_.rot_dim());
     s.scores = buf(static_cast<int64_t>(pool.size()) * cfg_.num_attention_heads *
                    (cfg_.attention_window_size + 1));
-    s.gate_out = buf(static_cast<int64_t>(pool.size()) * 2 * R / cfg_.num_attention_heads);
 
     // x0 = E[token] * bf16(sqrt(d))
     for (int64_t r = 0; r < N; ++r) {
@@ -412,9 +415,8 @@ class RecurrentGemma final : public LanguageModel {
     int32_t* row_seg = nullptr;  // segment of each row
     int64_t* row_pos = nullptr;  // position of each row
     float *a = nullptr, *b = nullptr, *c = nullptr, *e = nullptr, *f = nullptr;
-    float* rope = nullptr;      // [N, rot_dim]: cos then sin of each pair
-    float* scores = nullptr;    // [threads, heads, W + 1]
-    float* gate_out = nullptr;  // [threads, 2 * lru_width / heads]
+    float* rope = nullptr;    // [N, rot_dim]: cos then sin of each pair
+    float* scores = nullptr;  // [threads, heads, W + 1]
   };
 
   bool has_attention() const {
@@ -483,29 +485,28 @@ class RecurrentGemma final : public LanguageModel {
       }
     }
 
-    // Gates: block-diagonal per head, gx = sigmoid(c_h Wx_h + bx_h), ga likewise; one [2 bw, bw]
-    // matvec per (head, row). Items go head by head, so a thread reuses a head's block across
-    // rows while it is in cache, and the threads claim two long runs of items each rather than
-    // one item at a time: longer streams from memory, and no thread waits for one that has not
-    // woken up yet.
+    // Gates: block-diagonal per head, gx = sigmoid(bx_h + c_h Wx_h), ga likewise; per (head,
+    // row) each is an axpy over Wx_h's rows, y starting at the bias. Items go head by head, so a
+    // thread reuses a head's block across rows while it is in cache, and the threads claim two long
+    // runs of items each rather than one item at a time: longer streams from memory, and no thread
+    // waits for one that has not woken up yet.
     const int64_t items = N * H;
     const int64_t runs = std::min<int64_t>(items, 2 * static_cast<int64_t>(pool.size()));
-    auto gates = [&](int64_t ri, int tid) {
+    auto gates = [&](int64_t ri) {
       int64_t begin, end;
       ThreadPool::split(items, 1, static_cast<int>(ri), static_cast<int>(runs), &begin, &end);
-      float* both = s.gate_out + tid * 2 * bw;
       for (int64_t item = begin; item < end; ++item) {
         const int64_t h = item / N, r = item % N;
-        const size_t blk = static_cast<size_t>(h * 2 * bw * bw), rb = static_cast<size_t>(bw) * 4;
-        matvec(MatView{DType::F32, 2 * bw, bw, L.gates_t.data() + blk, rb}, c + r * R + h * bw,
-               both, serial_pool());
-        ops::add(both, L.gates_b.data() + h * 2 * bw, both, 2 * bw);
-        ops::sigmoid(both, both, 2 * bw);
-        std::memcpy(gx + r * R + h * bw, both, static_cast<size_t>(bw) * sizeof(float));
-        std::memcpy(ga + r * R + h * bw, both + bw, static_cast<size_t>(bw) * sizeof(float));
+        const float* xh = c + r * R + h * bw;
+        for (int64_t g = 0; g < 2; ++g) {
+          float* y = (g == 0 ? gx : ga) + r * R + h * bw;
+          std::copy_n(L.gates_b.data() + (2 * h + g) * bw, bw, y);
+          ops::axpy_rows(xh, L.gates_t + (2 * h + g) * bw * bw, bw, bw, bw, y);
+          ops::sigmoid(y, y, bw);
+        }
       }
     };
-    pool.for_chunks_with_thread(runs, std::cref(gates));
+    pool.for_chunks(runs, std::cref(gates));
 
     // RG-LRU scan, sequential in time per state, parallel over channels, kB channels at a time:
     // log_a = -8 ga softplus(L), a = exp(log_a), m = sqrt(1 - exp(2 log_a)).
