@@ -55,7 +55,7 @@ struct Layer {
   // (RecurrentGemma-2B: 5 MiB a layer) in a buffer of huge pages, as the other weights.
   std::shared_ptr<void> gates_buf;
   int64_t gates_n = 0;         // floats in gates_buf
-  const float* gates_t{};      // [H, 2, bw_in, bw_out]
+  const float* gates_w{};      // [H, 2, bw_in, bw_out]
   std::vector<float> gates_b;  // [H, 2, bw]
   // Attention block.
   models::FusedLinear qkv;  // q_proj, k_proj, v_proj
@@ -220,7 +220,7 @@ class RecurrentGemma final : public LanguageModel {
         L.gates_n = 2 * H * bw * bw;
         L.gates_buf = aligned_buffer(static_cast<size_t>(L.gates_n) * sizeof(float));
         float* gw = static_cast<float*>(L.gates_buf.get());
-        L.gates_t = gw;
+        L.gates_w = gw;
         L.gates_b.resize(static_cast<size_t>(2 * H * bw));
         const char* gate[2] = {"input_gate", "recurrent_gate"};
         for (int64_t g = 0; g < 2; ++g)
@@ -245,7 +245,7 @@ class RecurrentGemma final : public LanguageModel {
   }
 
   // One gate's weight (HF: [H, in, out]) and bias ([H, bw]) into the per-head layout of
-  // Layer::gates_t / gates_b, whose heads are 2 bw rows apart: head h's block goes to
+  // Layer::gates_w / gates_b, whose heads are 2 bw rows apart: head h's block goes to
   // w + h * 2 bw * bw as it is, f32 [in, out].
   static void place_gate(const ModelFiles& f, const std::string& prefix, int64_t H, int64_t bw,
                          float* w, float* b) {
@@ -504,7 +504,7 @@ class RecurrentGemma final : public LanguageModel {
         for (int64_t g = 0; g < 2; ++g) {
           float* y = (g == 0 ? gx : ga) + r * R + h * bw;
           std::copy_n(L.gates_b.data() + (2 * h + g) * bw, bw, y);
-          ops::axpy_rows(xh, L.gates_t + (2 * h + g) * bw * bw, bw, bw, bw, y);
+          ops::axpy_rows(xh, L.gates_w + (2 * h + g) * bw * bw, bw, bw, bw, y);
           ops::sigmoid(y, y, bw);
         }
       }
