@@ -26,6 +26,7 @@
 #include "cachet/ops.h"
 #include "cachet/quant.h"
 #include "cachet/state_impl.h"
+#include "cachet/tensor.h"
 #include "cachet/threadpool.h"
 #include "rg_state.h"
 #include "rg_weights.h"
@@ -52,10 +53,8 @@ struct Layer {
   // Per head h, the input gate's and the recurrence gate's [bw, bw] blocks one after the other
   // (each as HF stores it, [in, out]), and their biases. A gate is then y = b + sum_i x_i W[i]:
   // axpy over contiguous rows, one stream from memory with y in registers. 2 H bw bw floats
-  // (RecurrentGemma-2B: 5 MiB a layer) in a buffer of huge pages, as the other weights.
-  std::shared_ptr<void> gates_buf;
-  int64_t gates_n = 0;         // floats in gates_buf
-  const float* gates_w{};      // [H, 2, bw_in, bw_out]
+  // (RecurrentGemma-2B: 5 MiB a layer) in an aligned buffer of huge pages, as the other weights.
+  Tensor gates_w;              // f32 [H, 2, bw_in, bw_out]
   std::vector<float> gates_b;  // [H, 2, bw]
   // Attention block.
   models::FusedLinear qkv;  // q_proj, k_proj, v_proj
@@ -217,10 +216,8 @@ class RecurrentGemma final : public LanguageModel {
         L.neg_c_sp.resize(static_cast<size_t>(R));
         ops::softplus(lam.data(), L.neg_c_sp.data(), R);
         for (float& x : L.neg_c_sp) x *= -8.0f;
-        L.gates_n = 2 * H * bw * bw;
-        L.gates_buf = aligned_buffer(static_cast<size_t>(L.gates_n) * sizeof(float));
-        float* gw = static_cast<float*>(L.gates_buf.get());
-        L.gates_w = gw;
+        L.gates_w = Tensor::zeros(DType::F32, {H, 2, bw, bw});
+        float* gw = L.gates_w.as<float>();
         L.gates_b.resize(static_cast<size_t>(2 * H * bw));
         const char* gate[2] = {"input_gate", "recurrent_gate"};
         for (int64_t g = 0; g < 2; ++g)
@@ -290,9 +287,8 @@ class RecurrentGemma final : public LanguageModel {
         b += L.qkv.bytes() + L.o.bytes();
       } else {
         b += L.lin_xy.bytes() + L.lin_out.bytes();
-        b += (L.conv_w.size() + L.conv_b.size() + L.neg_c_sp.size() +
-              static_cast<size_t>(L.gates_n) + L.gates_b.size()) *
-             4;
+        b += L.gates_w.nbytes;
+        b += (L.conv_w.size() + L.conv_b.size() + L.neg_c_sp.size() + L.gates_b.size()) * 4;
       }
     }
     info_.weight_bytes = b;
@@ -504,7 +500,7 @@ class RecurrentGemma final : public LanguageModel {
         for (int64_t g = 0; g < 2; ++g) {
           float* y = (g == 0 ? gx : ga) + r * R + h * bw;
           std::copy_n(L.gates_b.data() + (2 * h + g) * bw, bw, y);
-          ops::axpy_rows(xh, L.gates_w + (2 * h + g) * bw * bw, bw, bw, bw, y);
+          ops::axpy_rows(xh, L.gates_w.as<float>() + (2 * h + g) * bw * bw, bw, bw, bw, y);
           ops::sigmoid(y, y, bw);
         }
       }
