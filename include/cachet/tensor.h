@@ -58,4 +58,15 @@ size_t tensor_bytes(DType dtype, const std::vector<int64_t>& shape);
 // 64-byte aligned heap buffer.
 std::shared_ptr<void> aligned_buffer(size_t bytes);
 
+// `bytes` of page-aligned, zeroed address space whose pages take memory only once written or
+// backed: for a cache that reserves its largest size up front and fills it a little at a time,
+// so that it never moves. Asks for no swap reservation. huge: starts on a 2 MiB boundary and
+// asks for transparent huge pages (for regions filled 2 MiB at a time); else asks for none (a
+// huge page would make up to 2 MiB resident for one written byte). Throws, naming the size, if
+// the address space cannot be had.
+std::shared_ptr<void> reserved_pages(size_t bytes, bool huge);
+// Gives memory to [p, p + bytes) of reserved pages now, in one call into the kernel rather than
+// a fault per page as they are first written. A hint: where the kernel cannot, nothing changes.
+void back_pages(void* p, size_t bytes);
+
 }  // namespace cachet

@@ -1,8 +1,10 @@
 #include "cachet/tensor.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -97,6 +99,34 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
   if (huge) madvise(p, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice: may be refused
 #endif
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+std::shared_ptr<void> reserved_pages(size_t bytes, bool huge) {
+  const size_t len = std::max<size_t>(bytes, 1) + (huge ? kHugePage : 0);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED)
+    fail("cannot reserve ", bytes, " bytes of address space: ", std::strerror(errno));
+  auto* start = static_cast<char*>(p);
+  if (huge) start += (kHugePage - reinterpret_cast<uintptr_t>(p) % kHugePage) % kHugePage;
+    // Advice: may be refused (or, for NOHUGEPAGE, overridden by a host that always uses them).
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  madvise(start, len - static_cast<size_t>(start - static_cast<char*>(p)),
+          huge && huge_pages_wanted() ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+#endif
+  return std::shared_ptr<void>(start, [p, len](void*) { munmap(p, len); });
+}
+
+void back_pages(void* p, size_t bytes) {
+  if (bytes == 0) return;
+#ifdef MADV_POPULATE_WRITE
+  constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
+#else
+  constexpr int kPopulateWrite = 23;  // Linux 5.14 on; older kernels answer EINVAL
+#endif
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p) / page * page;
+  madvise(reinterpret_cast<void*>(a), reinterpret_cast<uintptr_t>(p) + bytes - a, kPopulateWrite);
 }
 
 Tensor Tensor::zeros(DType dtype, std::vector<int64_t> shape, std::string name) {

@@ -117,6 +117,7 @@ struct MvStage1::Impl {
     const DType wt = layers.empty() ? DType::F32 : layers[0].wqkv.w.type;
     lay->kv_type = wt == DType::F32 || wt == DType::F16 ? DType::F32 : DType::BF16;
     lay->max_positions = a.block_size;
+    models::set_kv_run(*lay);
     layout = std::move(lay);
   }
 
@@ -180,23 +181,34 @@ struct MvStage1::Impl {
 
   // Attention of query head h of row b at position p over the cached positions 0..p: scores
   // (a matrix-vector product with the head's keys), softmax, then the values weighted by them.
-  // Steps and prefills both run it, so they give the same outputs.
+  // Steps and prefills both run it, so they give the same outputs. The cache's runs are taken
+  // in order; each score is its own row's, and the weighted sum adds the rows in order across
+  // runs, so how the positions fall into runs does not change the outputs.
   void attend_head(const models::MvKvState& st, int64_t l, int64_t b, int64_t h, int64_t p,
                    const float* q, float scale, float* sc, float* o) const {
     const int64_t hd = a.head_dim(), kh = h / (a.n_head / a.n_local_heads), nk = p + 1;
-    const MatView keys = st.keys(l, b, kh, nk);
-    if (keys.type == DType::BF16) {  // rows of hd bf16 values, one after another
-      ops::dot_rows_bf16(q, static_cast<const uint16_t*>(keys.data), hd, nk, hd, scale, sc);
+    const bool bf16 = st.layout->kv_type == DType::BF16;
+    if (bf16) {
+      st.for_runs<uint16_t>(l, 0, b, kh, nk, [&](int64_t j, const uint16_t* k, int64_t n) {
+        ops::dot_rows_bf16(q, k, hd, n, hd, scale, sc + j);
+      });
     } else {
-      matvec(keys, q, sc, serial_pool());
+      st.for_runs<float>(l, 0, b, kh, nk, [&](int64_t j, const float* k, int64_t n) {
+        matvec(MatView{DType::F32, n, hd, k, static_cast<size_t>(hd) * sizeof(float)}, q, sc + j,
+               serial_pool());
+      });
       ops::scale(sc, scale, sc, nk);
     }
     ops::softmax(sc, nk);
     std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
-    if (st.layout->kv_type == DType::BF16)
-      ops::axpy_rows_bf16(sc, st.values_bf16(l, b, kh), hd, nk, hd, o);
+    if (bf16)
+      st.for_runs<uint16_t>(l, 1, b, kh, nk, [&](int64_t j, const uint16_t* v, int64_t n) {
+        ops::axpy_rows_bf16(sc + j, v, hd, n, hd, o);
+      });
     else
-      ops::axpy_rows(sc, st.values_f32(l, b, kh), hd, nk, hd, o);
+      st.for_runs<float>(l, 1, b, kh, nk, [&](int64_t j, const float* v, int64_t n) {
+        ops::axpy_rows(sc + j, v, hd, n, hd, o);
+      });
   }
 
   // attend_head for query heads h and h + 1 of a bf16 cache, their keys and then their values
@@ -204,20 +216,28 @@ struct MvStage1::Impl {
   void attend_two_heads(const models::MvKvState& st, int64_t l, int64_t b, int64_t h, int64_t p,
                         const float* q, float scale, float* sc0, float* sc1, float* o) const {
     const int64_t hd = a.head_dim(), group = a.n_head / a.n_local_heads, nk = p + 1;
-    const int64_t kh[2] = {h / group, (h + 1) / group};
+    const int64_t kh0 = h / group, kh1 = (h + 1) / group;
     const float* qs[2] = {q, q + hd};
-    const uint16_t* ks[2];
-    const uint16_t* vs[2];
-    for (int u = 0; u < 2; ++u) {
-      ks[u] = static_cast<const uint16_t*>(st.keys(l, b, kh[u], nk).data);
-      vs[u] = st.values_bf16(l, b, kh[u]);
-    }
-    float* scs[2] = {sc0, sc1};
     float* os[2] = {o, o + hd};
-    ops::dot_rows_bf16_x2(qs, ks, hd, nk, hd, scale, scs);
-    for (float* sc : scs) ops::softmax(sc, nk);
+    // Both heads' rows fall into the same runs.
+    auto both = [&](int kind, auto&& fn) {
+      st.for_runs<uint16_t>(l, kind, b, kh0, nk, [&](int64_t j, const uint16_t* r0, int64_t n) {
+        fn(j, r0, st.rows<uint16_t>(l, kind, b, kh1, j), n);
+      });
+    };
+    both(0, [&](int64_t j, const uint16_t* k0, const uint16_t* k1, int64_t n) {
+      const uint16_t* ks[2] = {k0, k1};
+      float* scs[2] = {sc0 + j, sc1 + j};
+      ops::dot_rows_bf16_x2(qs, ks, hd, n, hd, scale, scs);
+    });
+    ops::softmax(sc0, nk);
+    ops::softmax(sc1, nk);
     std::memset(o, 0, static_cast<size_t>(2 * hd) * sizeof(float));
-    ops::axpy_rows_bf16_x2(scs, vs, hd, nk, hd, os);
+    both(1, [&](int64_t j, const uint16_t* v0, const uint16_t* v1, int64_t n) {
+      const uint16_t* vs[2] = {v0, v1};
+      const float* ws[2] = {sc0 + j, sc1 + j};
+      ops::axpy_rows_bf16_x2(ws, vs, hd, n, hd, os);
+    });
   }
 
   // Runs n tokens of each row at positions st.pos ... st.pos + n - 1. Rows [0, n) of the pass

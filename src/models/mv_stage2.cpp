@@ -161,6 +161,7 @@ struct MvStage2::Impl {
     lay->kv_dim = a.n_embd;
     lay->kv_heads = a.n_head;  // f32 keys and values: stage 2 runs once per utterance
     lay->max_positions = a.block_size;
+    models::set_kv_run(*lay);
     layout = std::move(lay);
   }
 
@@ -284,16 +285,23 @@ struct MvStage2::Impl {
           const int64_t t = item / H, h = item % H;
           const int64_t nk = st ? pos0 + t + 1 : T;
           const float* q = qkv + t * 3 * d + h * hd;
-          // Head h's keys and values: the cache's (rows hd apart) or this pass's (3d apart).
-          const float* kh =
-              st ? static_cast<const float*>(st->keys(l, 0, h, nk).data) : qkv + d + h * hd;
-          const float* vh = st ? st->values_f32(l, 0, h) : qkv + 2 * d + h * hd;
-          const int64_t stride = st ? hd : 3 * d;
-          ops::dot_rows(q, kh, stride, nk, hd, scale, sc);
+          // Head h's keys and values: the cache's (runs of rows hd apart, in order) or this
+          // pass's (3d apart).
+          if (st)
+            st->for_runs<float>(l, 0, 0, h, nk, [&](int64_t j, const float* k, int64_t n) {
+              ops::dot_rows(q, k, hd, n, hd, scale, sc + j);
+            });
+          else
+            ops::dot_rows(q, qkv + d + h * hd, 3 * d, nk, hd, scale, sc);
           ops::softmax(sc, nk);
           float* o = att + t * d + h * hd;
           std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
-          ops::axpy_rows(sc, vh, stride, nk, hd, o);
+          if (st)
+            st->for_runs<float>(l, 1, 0, h, nk, [&](int64_t j, const float* v, int64_t n) {
+              ops::axpy_rows(sc + j, v, hd, n, hd, o);
+            });
+          else
+            ops::axpy_rows(sc, qkv + 2 * d + h * hd, 3 * d, nk, hd, o);
         }
       };
       tp.run(std::ref(attend));

@@ -1,69 +1,93 @@
 #include "mv_state.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "cachet/error.h"
 #include "cachet/quant.h"
 #include "cachet/state_file.h"
+#include "cachet/tensor.h"
 
 namespace cachet::models {
 
 namespace {
-// The first `bytes` of each of `blocks` head blocks, from blocks src_stride bytes apart to blocks
-// dst_stride apart (growing, forking, saving and loading a cache all move its heads this way).
-void copy_heads(uint8_t* dst, size_t dst_stride, const uint8_t* src, size_t src_stride,
-                int64_t blocks, size_t bytes) {
-  if (bytes == 0) return;
-  for (int64_t b = 0; b < blocks; ++b)
-    std::memcpy(dst + b * dst_stride, src + b * src_stride, bytes);
-}
+constexpr size_t kRunTarget = size_t{2} << 20;  // bytes of a layer's keys (or values) per run
 }  // namespace
 
-MvKvState::MvKvState(std::shared_ptr<const MvKvLayout> lay)
-    : layout(std::move(lay)), kv_(static_cast<size_t>(2 * layout->layers)) {
+void set_kv_run(MvKvLayout& lay) {
+  const size_t per_position = static_cast<size_t>(lay.rows * lay.kv_dim) * lay.elem_bytes();
+  int64_t run = static_cast<int64_t>(kRunTarget / std::max<size_t>(per_position, 1));
+  if (const char* v = std::getenv("CACHET_KV_RUN"); v && *v) {
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (*end != '\0' || n < 1)
+      fail("CACHET_KV_RUN='", v, "': expected a positive number of positions");
+    run = static_cast<int64_t>(n);
+  }
+  lay.run = std::clamp<int64_t>(run, 1, std::max<int64_t>(lay.max_positions, 1));
+}
+
+MvKvState::MvKvState(std::shared_ptr<const MvKvLayout> lay) : layout(std::move(lay)) {
   CACHET_CHECK(layout->kv_type == DType::F32 || layout->kv_type == DType::BF16,
                "metavoice: KV cache type must be F32 or BF16");
   CACHET_CHECK(layout->kv_heads > 0 && layout->kv_dim % layout->kv_heads == 0, "metavoice: kv_dim ",
                layout->kv_dim, " is not a multiple of ", layout->kv_heads, " heads");
+  CACHET_CHECK(layout->run > 0, "metavoice: KV cache layout without a run length");
 }
 
-MvKvState::MvKvState(const MvKvState& o) : StateImpl(o), layout(o.layout), kv_(o.kv_.size()) {
+MvKvState::MvKvState(const MvKvState& o) : StateImpl(o), layout(o.layout) {
   reserve_positions(o.pos);
-  for (size_t i = 0; i < kv_.size(); ++i)
-    copy_heads(kv_[i].data(), head_bytes(capacity_), o.kv_[i].data(), o.head_bytes(o.capacity_),
-               layout->rows * layout->kv_heads, o.used_bytes());
+  copy_positions(o, o.pos);
   pos = o.pos;
   text_ended = o.text_ended;
 }
 
+void MvKvState::copy_positions(const MvKvState& o, int64_t n) {
+  if (n <= 0) return;
+  // Whole runs are one region each; of the last, partial run, each head's first rows.
+  const int64_t whole = n / layout->run;
+  std::memcpy(kv_.get(), o.kv_.get(), static_cast<size_t>(whole) * run_bytes());
+  const int64_t rest = n - whole * layout->run;
+  if (rest == 0) return;
+  const size_t head = head_bytes(layout->run), used = head_bytes(rest);
+  uint8_t* dst = static_cast<uint8_t*>(kv_.get()) + static_cast<size_t>(whole) * run_bytes();
+  const uint8_t* src =
+      static_cast<const uint8_t*>(o.kv_.get()) + static_cast<size_t>(whole) * run_bytes();
+  for (int64_t b = 0; b < blocks(); ++b) std::memcpy(dst + b * head, src + b * head, used);
+}
+
 void MvKvState::reset() {
-  for (auto& c : kv_) c.p.reset();
-  capacity_ = 0;
+  kv_.reset();
+  runs_backed_ = 0;
   pos = 0;
   text_ended = false;
 }
 
 size_t MvKvState::bytes() const {
-  // What the positions in use take (pages past them are not touched until written).
-  return sizeof(*this) +
-         static_cast<size_t>(layout->layers * layout->rows * layout->kv_heads) * 2 * used_bytes();
+  // What the positions in use take.
+  return sizeof(*this) + static_cast<size_t>(blocks()) * head_bytes(pos);
 }
 
 void MvKvState::reserve_positions(int64_t n) {
   if (n > layout->max_positions)
     fail("metavoice: ", n, " positions exceed block_size ", layout->max_positions);
-  if (n <= capacity_) return;
-  const int64_t cap = std::max(n, std::min(2 * capacity_, layout->max_positions));
-  const int64_t blocks = layout->rows * layout->kv_heads;
-  const size_t old_block = head_bytes(capacity_), new_block = head_bytes(cap);
-  for (Bytes& c : kv_) {
-    Bytes grown{std::unique_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(blocks) * new_block])};
-    copy_heads(grown.data(), new_block, c.data(), old_block, blocks, used_bytes());
-    c = std::move(grown);
+  if (n <= 0) return;
+  if (!kv_) {
+    size_t total = 0;
+    if (__builtin_mul_overflow(static_cast<size_t>(runs_for(layout->max_positions)), run_bytes(),
+                               &total))
+      fail("metavoice: a KV cache of ", layout->max_positions, " positions of ", blocks(),
+           " head blocks does not fit in memory");
+    kv_ = reserved_pages(total, run_bytes() % kRunTarget == 0);
+    runs_backed_ = 0;
   }
-  capacity_ = cap;
+  const int64_t runs = runs_for(n);
+  if (runs <= runs_backed_) return;
+  back_pages(static_cast<uint8_t*>(kv_.get()) + static_cast<size_t>(runs_backed_) * run_bytes(),
+             static_cast<size_t>(runs - runs_backed_) * run_bytes());
+  runs_backed_ = runs;
 }
 
 void MvKvState::put(int64_t layer, int64_t p, int64_t row, const float* k, const float* v) {
@@ -74,23 +98,9 @@ void MvKvState::put_heads(int64_t layer, int64_t p, int64_t row, int64_t h0, int
                           const float* k, const float* v) {
   const int64_t hd = layout->head_dim();
   for (int64_t h = h0; h < h1; ++h) {
-    uint8_t* kd = block(layer, 0, row, h) + head_bytes(p);
-    uint8_t* vd = block(layer, 1, row, h) + head_bytes(p);
-    quantize_row(layout->kv_type, k + h * hd, kd, hd);  // F32: a copy; BF16: rounded
-    quantize_row(layout->kv_type, v + h * hd, vd, hd);
+    quantize_row(layout->kv_type, k + h * hd, at(layer, 0, row, h, p), hd);  // F32: a copy
+    quantize_row(layout->kv_type, v + h * hd, at(layer, 1, row, h, p), hd);  // BF16: rounded
   }
-}
-
-MatView MvKvState::keys(int64_t layer, int64_t row, int64_t h, int64_t n) const {
-  return MatView{layout->kv_type, n, layout->head_dim(), block(layer, 0, row, h), head_bytes(1)};
-}
-
-const float* MvKvState::values_f32(int64_t layer, int64_t row, int64_t h) const {
-  return reinterpret_cast<const float*>(block(layer, 1, row, h));
-}
-
-const uint16_t* MvKvState::values_bf16(int64_t layer, int64_t row, int64_t h) const {
-  return reinterpret_cast<const uint16_t*>(block(layer, 1, row, h));
 }
 
 // Sections: "position", "text_ended", the layout sizes (checked on load) and per layer
@@ -103,13 +113,17 @@ void MvKvState::save(const std::string& path) const {
   w.add_i64("rows", layout->rows);
   w.add_i64("kv_dim", layout->kv_dim);
   w.add_i64("kv_heads", layout->kv_heads);
-  const int64_t blocks = layout->rows * layout->kv_heads;
-  const size_t used = used_bytes();
-  std::vector<uint8_t> packed(static_cast<size_t>(blocks) * used);
+  const size_t used = head_bytes(pos);
+  std::vector<uint8_t> packed(static_cast<size_t>(layout->rows * layout->kv_heads) * used);
   for (int64_t l = 0; l < layout->layers; ++l)
     for (int kind = 0; kind < 2; ++kind) {
-      copy_heads(packed.data(), used, kv_[2 * l + kind].data(), head_bytes(capacity_), blocks,
-                 used);
+      uint8_t* out = packed.data();
+      for (int64_t r = 0; r < layout->rows; ++r)
+        for (int64_t h = 0; h < layout->kv_heads; ++h)
+          for_runs<uint8_t>(l, kind, r, h, pos, [&](int64_t, const uint8_t* rows, int64_t n) {
+            std::memcpy(out, rows, head_bytes(n));
+            out += head_bytes(n);
+          });
       w.add_section((kind == 0 ? "k." : "v.") + std::to_string(l), packed.data(), packed.size(),
                     layout->kv_type);
     }
@@ -136,7 +150,6 @@ std::unique_ptr<MvKvState> MvKvState::load(std::shared_ptr<const MvKvLayout> lay
   if (te != 0 && te != 1) fail(path, ": state section 'text_ended' is ", te, ", not 0 or 1");
   auto st = std::make_unique<MvKvState>(lay);
   st->reserve_positions(pos);
-  const int64_t blocks = lay->rows * lay->kv_heads;
   const size_t used = st->head_bytes(pos);
   for (int64_t l = 0; l < lay->layers; ++l)
     for (int kind = 0; kind < 2; ++kind) {
@@ -144,9 +157,16 @@ std::unique_ptr<MvKvState> MvKvState::load(std::shared_ptr<const MvKvLayout> lay
       if (r.section_dtype(name) != lay->kv_type)
         fail(path, ": state section '", name, "' holds ", dtype_name(r.section_dtype(name)),
              ", this model's cache is ", dtype_name(lay->kv_type));
-      const auto data = r.section_exact(name, static_cast<size_t>(blocks) * used);
-      copy_heads(st->kv_[2 * l + kind].data(), st->head_bytes(st->capacity_), data.data(), used,
-                 blocks, used);
+      const auto data =
+          r.section_exact(name, static_cast<size_t>(lay->rows * lay->kv_heads) * used);
+      const uint8_t* in = data.data();
+      for (int64_t row = 0; row < lay->rows; ++row)
+        for (int64_t h = 0; h < lay->kv_heads; ++h)
+          for (int64_t j = 0; j < pos; j += lay->run) {
+            const size_t b = st->head_bytes(std::min(lay->run, pos - j));
+            std::memcpy(st->at(l, kind, row, h, j), in, b);
+            in += b;
+          }
     }
   st->pos = pos;
   st->text_ended = te == 1;

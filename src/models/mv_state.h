@@ -1,11 +1,20 @@
 // The KV-cache state shared by the MetaVoice GPT stages: per layer, the keys and values of every
 // position consumed so far for `rows` sequences that advance together (the two guidance rows
-// of stage 1; one sequence for stage 2).
+// of stage 1; one sequence for stage 2). The elements are f32, or bf16 (half the bytes to read
+// per step) when the model's matrices are not full precision.
 //
-// Each (layer, row, head) has its keys and its values as one contiguous [capacity, head_dim]
-// block, so that attending a head streams its cache from memory in order. The elements are f32,
-// or bf16 (half the bytes to read per step) when the model's matrices are not full precision.
+// Positions go in runs of layout.run (about 2 MiB of one layer's keys, or values, for every row
+// and head: 256 positions of stage 1). Within a run, each (layer, row, head) has its rows
+// contiguous, so attending a head streams its cache in long pieces; a run of every layer is one
+// contiguous region. The whole cache is one reservation of address space, made at the first
+// use for every position (reserved_pages), so it never moves, and each run's region takes its
+// memory at once when the run is first reached: in 2 MiB pages where the regions fill them,
+// else by asking the kernel to fill the pages in one call. Growing the cache by copying had made
+// a step that crossed a power of two up to 13 times an ordinary one (the copy, and the first
+// writes to every page of the new buffer); whole heads in their own blocks made every 16th step
+// fault in a page per head (1 536 pages at stage 1's shape), 2.2 times an ordinary step.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -14,7 +23,6 @@
 #include <vector>
 
 #include "cachet/dtype.h"
-#include "cachet/kernels.h"
 #include "cachet/state_impl.h"
 
 namespace cachet::models {
@@ -26,10 +34,16 @@ struct MvKvLayout {
   int64_t kv_heads = 1;        // kv_dim = kv_heads * head_dim
   DType kv_type = DType::F32;  // F32 or BF16
   int64_t max_positions = 0;   // block_size
+  int64_t run = 0;             // positions per run: set_kv_run
 
   int64_t head_dim() const { return kv_dim / kv_heads; }
   size_t elem_bytes() const { return kv_type == DType::BF16 ? 2 : 4; }
 };
+
+// Sets lay.run: the positions whose keys (or values) of every row and head fill 2 MiB, at most
+// max_positions, or CACHET_KV_RUN positions where the environment sets it (tests use short
+// runs). The run is not part of a saved state: states load whatever the run.
+void set_kv_run(MvKvLayout& lay);
 
 class MvKvState final : public StateImpl {
  public:
@@ -47,8 +61,8 @@ class MvKvState final : public StateImpl {
   static std::unique_ptr<MvKvState> load(std::shared_ptr<const MvKvLayout> lay,
                                          const std::string& path);
 
-  // Makes room for positions [0, n) (n <= max_positions); capacity grows geometrically, so
-  // steps allocate only now and then.
+  // Makes room for positions [0, n): checks n <= max_positions, reserves the cache at the first
+  // use and gives memory to the runs up to n.
   void reserve_positions(int64_t n);
   // Stores the key and value rows ([kv_dim] f32 each, all heads) of sequence `row` at position p
   // (p < the reserved count), rounded to bf16 in a bf16 cache.
@@ -57,42 +71,50 @@ class MvKvState final : public StateImpl {
   // over threads.
   void put_heads(int64_t layer, int64_t p, int64_t row, int64_t h0, int64_t h1, const float* k,
                  const float* v);
-  // The keys of head h of sequence `row`, positions [0, n), as an [n, head_dim] matrix.
-  MatView keys(int64_t layer, int64_t row, int64_t h, int64_t n) const;
-  // The values of head h of sequence `row` from position 0 on, rows head_dim apart: f32 (an F32
-  // cache) or bf16 bits (a BF16 cache).
-  const float* values_f32(int64_t layer, int64_t row, int64_t h) const;
-  const uint16_t* values_bf16(int64_t layer, int64_t row, int64_t h) const;
+  // fn(j, rows, count) over the keys (kind 0) or values (kind 1) of head h of sequence `row` at
+  // positions [0, n) (n <= the reserved count), in order, a run at a time: rows holds positions
+  // j .. j + count - 1, head_dim elements apart. T is float (an F32 cache) or uint16_t (bf16).
+  template <typename T, typename Fn>
+  void for_runs(int64_t layer, int kind, int64_t row, int64_t h, int64_t n, Fn&& fn) const {
+    for (int64_t j = 0; j < n; j += layout->run)
+      fn(j, rows<T>(layer, kind, row, h, j), std::min(layout->run, n - j));
+  }
+  // The row of position p (reserved) of that head, and after it those of the rest of p's run.
+  template <typename T>
+  const T* rows(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
+    return reinterpret_cast<const T*>(at(layer, kind, row, h, p));
+  }
 
   std::shared_ptr<const MvKvLayout> layout;
   int64_t pos = 0;
   bool text_ended = false;  // stage 2, spk_emb_on_text == false: the end of text was seen
 
  private:
-  // kind 0: keys, 1: values.
-  const uint8_t* block(int64_t layer, int kind, int64_t row, int64_t h) const {
-    return kv_[2 * layer + kind].data() +
-           static_cast<size_t>((row * layout->kv_heads + h) * capacity_ * layout->head_dim()) *
-               layout->elem_bytes();
+  // The row of position p of head h of sequence `row`, kind 0 keys, 1 values (reserved only).
+  const uint8_t* at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
+    const int64_t block = ((2 * layer + kind) * layout->rows + row) * layout->kv_heads + h;
+    return static_cast<const uint8_t*>(kv_.get()) +
+           static_cast<size_t>(p / layout->run) * run_bytes() +
+           static_cast<size_t>(block) * head_bytes(layout->run) + head_bytes(p % layout->run);
   }
-  uint8_t* block(int64_t layer, int kind, int64_t row, int64_t h) {
-    return const_cast<uint8_t*>(std::as_const(*this).block(layer, kind, row, h));
+  uint8_t* at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) {
+    return const_cast<uint8_t*>(std::as_const(*this).at(layer, kind, row, h, p));
   }
-  // Bytes of a head block that hold positions [0, pos).
-  size_t used_bytes() const { return head_bytes(pos); }
-  // Bytes of one head's first n positions.
+  // Bytes of n rows of one head.
   size_t head_bytes(int64_t n) const {
     return static_cast<size_t>(n * layout->head_dim()) * layout->elem_bytes();
   }
+  // Head blocks of a run: layers, keys and values, rows, heads.
+  int64_t blocks() const { return 2 * layout->layers * layout->rows * layout->kv_heads; }
+  // Bytes of a run of every layer.
+  size_t run_bytes() const { return static_cast<size_t>(blocks()) * head_bytes(layout->run); }
+  int64_t runs_for(int64_t n) const { return (n + layout->run - 1) / layout->run; }
+  // Copies positions [0, n) of every head from `o`'s cache into this one (reserved for n).
+  void copy_positions(const MvKvState& o, int64_t n);
 
-  // Storage that is not zeroed when allocated: only positions written are ever read, and pages
-  // are touched as positions fill them.
-  struct Bytes {
-    std::unique_ptr<uint8_t[]> p;
-    uint8_t* data() const { return p.get(); }
-  };
-  std::vector<Bytes> kv_;  // per layer: keys, then values; [rows][heads][capacity][head_dim]
-  int64_t capacity_ = 0;   // positions per head block
+  // [runs][layers][keys, values][rows][heads][run][head_dim], or null until first used.
+  std::shared_ptr<void> kv_;
+  int64_t runs_backed_ = 0;  // runs given memory so far
 };
 
 }  // namespace cachet::models

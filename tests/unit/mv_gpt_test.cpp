@@ -108,6 +108,15 @@ std::unique_ptr<MvStage2> model2(const MvStage2Args& a, uint64_t seed = 1) {
   return std::make_unique<MvStage2>(random_mv_stage2_files(a, seed), a, &test_pool());
 }
 
+// CACHET_KV_RUN set while it lives: the models built meanwhile keep their cache's positions in
+// runs of that many (by default one run holds every position of these tiny models).
+struct KvRunEnv {
+  explicit KvRunEnv(const char* run) { setenv("CACHET_KV_RUN", run, 1); }
+  ~KvRunEnv() { unsetenv("CACHET_KV_RUN"); }
+  KvRunEnv(const KvRunEnv&) = delete;
+  KvRunEnv& operator=(const KvRunEnv&) = delete;
+};
+
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
           ("cachet_mvgpt_" + std::to_string(getpid()) + "_" + name))
@@ -280,6 +289,43 @@ TEST(MvGptStage1, QuantizedModelsCacheBf16ForkSaveLoad) {
     std::filesystem::remove(path2);
   }
   std::filesystem::remove(path);
+}
+
+// The cache holds positions in runs (2 MiB of a layer's keys each at the released shape).
+// Runs of 3 positions and of 1 give the very logits of one run, fed at once or a step at a
+// time, after a fork and after a save and load in either direction (the run is not saved).
+TEST(MvGptStage1, CacheRunsDoNotChangeLogits) {
+  for (DType type : {DType::F32, DType::Q8_0}) {  // f32 cache, and bf16 (heads in pairs)
+    SCOPED_TRACE(dtype_name(type));
+    auto whole = model1(tiny1(), 5, type);
+    std::unique_ptr<MvStage1> three, one;
+    {
+      KvRunEnv env("3");
+      three = model1(tiny1(), 5, type);
+    }
+    {
+      KvRunEnv env("1");
+      one = model1(tiny1(), 5, type);
+    }
+    const auto r0 = seq(17, 70), r1 = seq(17, 70, 2), more = seq(6, 70, 4);
+    const auto spk = speaker(16);
+    for (size_t chunk : {0u, 1u, 4u}) {
+      State a = whole->new_state(), b = three->new_state(), c = one->new_state();
+      const auto want = run1(*whole, a, r0, r1, spk.data(), chunk);
+      EXPECT_EQ(max_diff(want, run1(*three, b, r0, r1, spk.data(), chunk)), 0.0f) << chunk;
+      EXPECT_EQ(max_diff(want, run1(*one, c, r0, r1, spk.data(), chunk)), 0.0f) << chunk;
+      State fb = b.fork();  // position 17: runs 0-5 of three positions and the first of run 6
+      const auto next = run1(*whole, a, more, more, spk.data(), 1);
+      EXPECT_EQ(max_diff(next, run1(*three, fb, more, more, spk.data(), 1)), 0.0f) << chunk;
+      const std::string p3 = temp_path("run3.state");
+      b.save(p3);
+      State lw = whole->load_state(p3), l1 = one->load_state(p3);
+      std::filesystem::remove(p3);
+      EXPECT_EQ(max_diff(next, run1(*whole, lw, more, more, spk.data(), 1)), 0.0f) << chunk;
+      EXPECT_EQ(max_diff(next, run1(*one, l1, more, more, spk.data(), 1)), 0.0f) << chunk;
+      EXPECT_EQ(l1.bytes(), lw.bytes());
+    }
+  }
 }
 
 TEST(MvGptStage1, StateOfAnotherModelIsRejected) {
@@ -485,6 +531,26 @@ TEST(MvGptStage2, CausalCacheEqualsFullCausalPass) {
       EXPECT_EQ(d, 0.0f) << "position " << t;
     else
       EXPECT_GT(d, 1e-4f) << "position " << t;
+  }
+}
+
+TEST(MvGptStage2, CacheRunsDoNotChangeLogits) {
+  auto whole = model2(tiny2(true), 3);
+  std::unique_ptr<MvStage2> two;
+  {
+    KvRunEnv env("2");
+    two = model2(tiny2(true), 3);
+  }
+  std::vector<int32_t> h0 = seq(9, 1600), h1 = seq(9, 30, 1);
+  h0[2] = kMvStage2EndOfText;
+  State a = whole->new_state(), b = two->new_state();
+  const auto spk = speaker(16);
+  for (int64_t t = 0; t < 9; ++t) {
+    const std::vector<int32_t> one = {h0[t], h1[t]};
+    std::vector<float> la, lb;
+    whole->forward(a, one, 1, spk.data(), la, false);
+    two->forward(b, one, 1, spk.data(), lb, false);
+    EXPECT_EQ(max_diff(la, lb), 0.0f) << "position " << t;
   }
 }
 
