@@ -4,6 +4,7 @@
 // advancing both guidance rows by one token, after a short prompt.
 #include "bench_model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -205,15 +206,29 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
     model->forward(state, t, t, spk.data(), logits);
   };
   double sps = 0;
+  std::vector<double> ms;  // each timed step's time
+  int64_t first_pos = 0;   // the position of the first timed step
   const Probes probes = between_probes(pool, [&] {
     // (the warm-up steps must leave room for the timed ones within the block size)
     const int room = static_cast<int>(a.block_size - state.position()) - steps;
     warm_up(2, std::clamp(room, 1, kMaxWarmupSteps), [&](int) { step(0); });
+    first_pos = state.position();
     const auto t0 = Clock::now();
-    for (int i = 1; i < steps; ++i) step(i);
+    for (int i = 1; i < steps; ++i) {
+      const auto s0 = Clock::now();
+      step(i);
+      ms.push_back(1e3 * seconds_since(s0));
+    }
     sps = (steps - 1) / seconds_since(t0);
   });
   print_roofline_share(probes, "stage1 step", sps, "steps/s", info.weight_bytes);
+  // A mean hides the odd slow step (a cache growing, pages first written): the spread too.
+  const size_t slowest = static_cast<size_t>(std::max_element(ms.begin(), ms.end()) - ms.begin());
+  std::vector<double> sorted = ms;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  std::printf("stage1 step time: median %.1f ms, slowest %.1f ms (position %lld)\n",
+              sorted[sorted.size() / 2], ms[slowest],
+              static_cast<long long>(first_pos + static_cast<int64_t>(slowest)));
   print_stream_ways(2);
   std::printf("peak RSS: %.2f GiB\n", peak_rss_gib());
   std::printf("state: %.1f MiB after %lld positions\n", state.bytes() / (1024.0 * 1024.0),

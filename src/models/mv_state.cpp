@@ -60,7 +60,7 @@ void MvKvState::copy_positions(const MvKvState& o, int64_t n) {
 
 void MvKvState::reset() {
   kv_.reset();
-  runs_backed_ = 0;
+  backed_ = 0;
   pos = 0;
   text_ended = false;
 }
@@ -81,13 +81,21 @@ void MvKvState::reserve_positions(int64_t n) {
       fail("metavoice: a KV cache of ", layout->max_positions, " positions of ", blocks(),
            " head blocks does not fit in memory");
     kv_ = reserved_pages(total, run_bytes() % kRunTarget == 0);
-    runs_backed_ = 0;
+    backed_ = 0;
   }
-  const int64_t runs = runs_for(n);
-  if (runs <= runs_backed_) return;
-  back_pages(static_cast<uint8_t*>(kv_.get()) + static_cast<size_t>(runs_backed_) * run_bytes(),
-             static_cast<size_t>(runs - runs_backed_) * run_bytes());
-  runs_backed_ = runs;
+  // The runs up to n, and as much of the next as the share of its own run that n has reached:
+  // the next run has memory before its first position comes, a piece a step rather than all
+  // at one step (96 MiB at stage 1's shape; first writes to fresh memory are slow in some
+  // virtual machines: 0.2 s for a run, one test host).
+  const int64_t into = (n - 1) % layout->run + 1;  // positions of n's run up to n
+  const size_t run = run_bytes();
+  size_t want = static_cast<size_t>(runs_for(n)) * run +
+                run / static_cast<size_t>(layout->run) * static_cast<size_t>(into);
+  want = std::min((want + kRunTarget - 1) / kRunTarget * kRunTarget,
+                  static_cast<size_t>(runs_for(layout->max_positions)) * run);
+  if (want <= backed_) return;
+  back_pages(static_cast<uint8_t*>(kv_.get()) + backed_, want - backed_);
+  backed_ = want;
 }
 
 void MvKvState::put(int64_t layer, int64_t p, int64_t row, const float* k, const float* v) {

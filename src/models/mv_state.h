@@ -7,9 +7,9 @@
 // and head: 256 positions of stage 1). Within a run, each (layer, row, head) has its rows
 // contiguous, so attending a head streams its cache in long pieces; a run of every layer is one
 // contiguous region. The whole cache is one reservation of address space, made at the first
-// use for every position (reserved_pages), so it never moves, and each run's region takes its
-// memory at once when the run is first reached: in 2 MiB pages where the regions fill them,
-// else by asking the kernel to fill the pages in one call. Growing the cache by copying had made
+// use for every position (reserved_pages), so it never moves; the next run's region is given
+// memory a piece a step (back_pages) while the positions fill the current one, in 2 MiB pages
+// where the regions fill them. Growing the cache by copying had made
 // a step that crossed a power of two up to 13 times an ordinary one (the copy, and the first
 // writes to every page of the new buffer); whole heads in their own blocks made every 16th step
 // fault in a page per head (1 536 pages at stage 1's shape), 2.2 times an ordinary step.
@@ -114,7 +114,7 @@ class MvKvState final : public StateImpl {
 
   // [runs][layers][keys, values][rows][heads][run][head_dim], or null until first used.
   std::shared_ptr<void> kv_;
-  int64_t runs_backed_ = 0;  // runs given memory so far
+  size_t backed_ = 0;  // bytes from the start given memory so far
 };
 
 }  // namespace cachet::models
