@@ -178,8 +178,10 @@ class RecurrentGemma final : public LanguageModel {
     if (f.tensors.count("lm_head.weight")) {
       head_ = models::need_linear(f, "lm_head", V, d, false);
     } else {
+      // The lookups keep reading the embedding: its pages stay (released, every token's row
+      // was read back from the file: 1.5 ms of a 36 ms RecurrentGemma-2B Q4_K step).
       head_.w = MatView{embed_->dtype, V, d, embed_->data, row_bytes(embed_->dtype, d)};
-      models::pack_linear(head_);
+      models::pack_linear(head_, /*keep_source=*/true);
     }
     final_norm_ = models::to_f32(models::need_tensor(f, p + "final_norm.weight", {d}));
 

@@ -79,10 +79,10 @@ uint64_t Linear::bytes() const {
          bias.size() * sizeof(float);
 }
 
-void pack_linear(Linear& l) {
+void pack_linear(Linear& l, bool keep_source) {
   PackedMat p = pack_matrix(l.w, &default_pool());
   if (!p.buf) return;
-  release_pages(l.w.data, l.w.row_stride * static_cast<size_t>(l.w.rows));
+  if (!keep_source) release_pages(l.w.data, l.w.row_stride * static_cast<size_t>(l.w.rows));
   if (l.sources.empty()) l.sources = {l.w.data};
   l.w = p.view;
   l.packed = std::move(p.buf);

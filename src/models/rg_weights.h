@@ -35,8 +35,9 @@ struct Linear {
 };
 
 // Rearranges l.w for this CPU's kernels when that pays (cachet::pack_matrix); the source
-// bytes are then released from memory where they are a file mapping.
-void pack_linear(Linear& l);
+// bytes are then released from memory where they are a file mapping, unless the model still
+// reads them (keep_source: a tied head's embedding, whose rows the token lookups read).
+void pack_linear(Linear& l, bool keep_source = false);
 
 // Once a model is built: drops from `files` the tensors that these layers rearranged, so
 // that weights built in memory are not held twice (the model no longer reads them).
