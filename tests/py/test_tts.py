@@ -14,6 +14,7 @@ speaker files, missing files and bad codes.
 import argparse
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -268,6 +269,28 @@ def main():
     expect_error(cachet, ["tts", "-m", d, "-p", TEXT, "--codes", bad_codes, "-o", out], "not both",
                  "text and codes")
     print("errors: ok")
+
+    # `cachet bench -m METAVOICE_DIR`: stage 1's figure lines, and the spread of the timed steps
+    # (positions after the 4-token prompt and the warm-up, before the final position).
+    rc, out, err = run(cachet, ["bench", "-m", d, "-t", "2", "-p", "4", "--decode-steps", "8"])
+    if check(rc == 0, f"bench -m: exit {rc}: {err[-800:]}"):
+        num = r"([0-9]+(?:\.[0-9]+)?)"
+        step = [re.fullmatch(rf"stage1 step: {num} steps/s \(([0-9]+)% of roofline, {num} steps/s "
+                             rf"at {num} GB/s\)", l) for l in out.splitlines()]
+        check(sum(m is not None for m in step) == 1, f"bench -m: stage1 step line: {out}")
+        spread = [re.fullmatch(rf"stage1 step time: median {num} ms, slowest {num} ms "
+                               rf"\(position ([0-9]+)\)", l) for l in out.splitlines()]
+        state = [re.fullmatch(rf"state: {num} MiB after ([0-9]+) positions", l)
+                 for l in out.splitlines()]
+        spread = [m for m in spread if m]
+        state = [m for m in state if m]
+        if check(len(spread) == 1 and len(state) == 1, f"bench -m: step time / state lines: {out}"):
+            med, slow, pos = float(spread[0][1]), float(spread[0][2]), int(spread[0][3])
+            end = int(state[0][2])
+            check(med <= slow, f"bench -m: median {med} above slowest {slow}")
+            # 7 timed steps (the first of the 8 is not timed) end at the final position
+            check(end - 7 <= pos < end, f"bench -m: slowest step at {pos}, state at {end}")
+    print("bench: ok")
 
     if FAILURES:
         print(f"{len(FAILURES)} failure(s)")
