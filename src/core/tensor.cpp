@@ -109,8 +109,8 @@ std::shared_ptr<void> reserved_pages(size_t bytes, bool huge) {
     fail("cannot reserve ", bytes, " bytes of address space: ", std::strerror(errno));
   auto* start = static_cast<char*>(p);
   if (huge) start += (kHugePage - reinterpret_cast<uintptr_t>(p) % kHugePage) % kHugePage;
-    // Advice: may be refused (or, for NOHUGEPAGE, overridden by a host that always uses them).
 #if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  // Advice: may be refused (or, for NOHUGEPAGE, overridden by a host that always uses them).
   madvise(start, len - static_cast<size_t>(start - static_cast<char*>(p)),
           huge && huge_pages_wanted() ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #endif
