@@ -207,7 +207,8 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
   };
   double sps = 0;
   std::vector<double> ms;  // each timed step's time
-  int64_t first_pos = 0;   // the position of the first timed step
+  ms.reserve(static_cast<size_t>(steps));
+  int64_t first_pos = 0;  // the position of the first timed step
   const Probes probes = between_probes(pool, [&] {
     // (the warm-up steps must leave room for the timed ones within the block size)
     const int room = static_cast<int>(a.block_size - state.position()) - steps;

@@ -70,17 +70,21 @@ size_t MvKvState::bytes() const {
   return sizeof(*this) + static_cast<size_t>(blocks()) * head_bytes(pos);
 }
 
+size_t MvKvState::cache_bytes() const {
+  size_t total = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(runs_for(layout->max_positions)), run_bytes(),
+                             &total))
+    fail("metavoice: a KV cache of ", layout->max_positions, " positions of ", blocks(),
+         " head blocks does not fit in memory");
+  return total;
+}
+
 void MvKvState::reserve_positions(int64_t n) {
   if (n > layout->max_positions)
     fail("metavoice: ", n, " positions exceed block_size ", layout->max_positions);
   if (n <= 0) return;
   if (!kv_) {
-    size_t total = 0;
-    if (__builtin_mul_overflow(static_cast<size_t>(runs_for(layout->max_positions)), run_bytes(),
-                               &total))
-      fail("metavoice: a KV cache of ", layout->max_positions, " positions of ", blocks(),
-           " head blocks does not fit in memory");
-    kv_ = reserved_pages(total, run_bytes() % kRunTarget == 0);
+    kv_ = reserved_pages(cache_bytes(), run_bytes() % kRunTarget == 0);
     backed_ = 0;
   }
   // The runs up to n, and as much of the next as the share of its own run that n has reached:
@@ -91,8 +95,7 @@ void MvKvState::reserve_positions(int64_t n) {
   const size_t run = run_bytes();
   size_t want = static_cast<size_t>(runs_for(n)) * run +
                 run / static_cast<size_t>(layout->run) * static_cast<size_t>(into);
-  want = std::min((want + kRunTarget - 1) / kRunTarget * kRunTarget,
-                  static_cast<size_t>(runs_for(layout->max_positions)) * run);
+  want = std::min((want + kRunTarget - 1) / kRunTarget * kRunTarget, cache_bytes());
   if (want <= backed_) return;
   back_pages(static_cast<uint8_t*>(kv_.get()) + backed_, want - backed_);
   backed_ = want;
@@ -126,12 +129,10 @@ void MvKvState::save(const std::string& path) const {
   for (int64_t l = 0; l < layout->layers; ++l)
     for (int kind = 0; kind < 2; ++kind) {
       uint8_t* out = packed.data();
-      for (int64_t r = 0; r < layout->rows; ++r)
-        for (int64_t h = 0; h < layout->kv_heads; ++h)
-          for_runs<uint8_t>(l, kind, r, h, pos, [&](int64_t, const uint8_t* rows, int64_t n) {
-            std::memcpy(out, rows, head_bytes(n));
-            out += head_bytes(n);
-          });
+      for_section(*this, l, kind, [&](const uint8_t* rows, size_t b) {
+        std::memcpy(out, rows, b);
+        out += b;
+      });
       w.add_section((kind == 0 ? "k." : "v.") + std::to_string(l), packed.data(), packed.size(),
                     layout->kv_type);
     }
@@ -158,6 +159,7 @@ std::unique_ptr<MvKvState> MvKvState::load(std::shared_ptr<const MvKvLayout> lay
   if (te != 0 && te != 1) fail(path, ": state section 'text_ended' is ", te, ", not 0 or 1");
   auto st = std::make_unique<MvKvState>(lay);
   st->reserve_positions(pos);
+  st->pos = pos;
   const size_t used = st->head_bytes(pos);
   for (int64_t l = 0; l < lay->layers; ++l)
     for (int kind = 0; kind < 2; ++kind) {
@@ -168,15 +170,11 @@ std::unique_ptr<MvKvState> MvKvState::load(std::shared_ptr<const MvKvLayout> lay
       const auto data =
           r.section_exact(name, static_cast<size_t>(lay->rows * lay->kv_heads) * used);
       const uint8_t* in = data.data();
-      for (int64_t row = 0; row < lay->rows; ++row)
-        for (int64_t h = 0; h < lay->kv_heads; ++h)
-          for (int64_t j = 0; j < pos; j += lay->run) {
-            const size_t b = st->head_bytes(std::min(lay->run, pos - j));
-            std::memcpy(st->at(l, kind, row, h, j), in, b);
-            in += b;
-          }
+      for_section(*st, l, kind, [&](uint8_t* rows, size_t b) {
+        std::memcpy(rows, in, b);
+        in += b;
+      });
     }
-  st->pos = pos;
   st->text_ended = te == 1;
   return st;
 }

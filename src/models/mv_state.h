@@ -9,10 +9,8 @@
 // contiguous region. The whole cache is one reservation of address space, made at the first
 // use for every position (reserved_pages), so it never moves; the next run's region is given
 // memory a piece a step (back_pages) while the positions fill the current one, in 2 MiB pages
-// where the regions fill them. Growing the cache by copying had made
-// a step that crossed a power of two up to 13 times an ordinary one (the copy, and the first
-// writes to every page of the new buffer); whole heads in their own blocks made every 16th step
-// fault in a page per head (1 536 pages at stage 1's shape), 2.2 times an ordinary step.
+// where the regions fill them. (docs/architecture.md, "Attention caches": what the earlier
+// layouts, a cache grown by copying and whole-head blocks, cost per step.)
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -109,8 +107,21 @@ class MvKvState final : public StateImpl {
   // Bytes of a run of every layer.
   size_t run_bytes() const { return static_cast<size_t>(blocks()) * head_bytes(layout->run); }
   int64_t runs_for(int64_t n) const { return (n + layout->run - 1) / layout->run; }
+  // Bytes of the whole reservation: the runs of max_positions (throws if past size_t).
+  size_t cache_bytes() const;
   // Copies positions [0, n) of every head from `o`'s cache into this one (reserved for n).
   void copy_positions(const MvKvState& o, int64_t n);
+  // fn(rows, bytes) over the keys (kind 0) or values of a layer at positions [0, pos), in the
+  // order of a saved section ([rows][heads][position][head_dim]): a head's run at a time.
+  // Self: MvKvState (rows to write) or const MvKvState (rows to read).
+  template <typename Self, typename Fn>
+  static void for_section(Self& self, int64_t layer, int kind, Fn&& fn) {
+    const MvKvLayout& lay = *self.layout;
+    for (int64_t r = 0; r < lay.rows; ++r)
+      for (int64_t h = 0; h < lay.kv_heads; ++h)
+        for (int64_t j = 0; j < self.pos; j += lay.run)
+          fn(self.at(layer, kind, r, h, j), self.head_bytes(std::min(lay.run, self.pos - j)));
+  }
 
   // [runs][layers][keys, values][rows][heads][run][head_dim], or null until first used.
   std::shared_ptr<void> kv_;
