@@ -101,6 +101,15 @@ void MvKvState::reserve_positions(int64_t n) {
   backed_ = want;
 }
 
+void MvKvState::prefetch_put(int64_t layer, int64_t p, int64_t row) const {
+  const size_t bytes = head_bytes(1);
+  for (int kind = 0; kind < 2; ++kind)
+    for (int64_t h = 0; h < layout->kv_heads; ++h) {
+      const uint8_t* r = at(layer, kind, row, h, p);
+      for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b);
+    }
+}
+
 void MvKvState::put(int64_t layer, int64_t p, int64_t row, const float* k, const float* v) {
   put_heads(layer, p, row, 0, layout->kv_heads, k, v);
 }

@@ -69,6 +69,9 @@ class MvKvState final : public StateImpl {
   // over threads.
   void put_heads(int64_t layer, int64_t p, int64_t row, int64_t h0, int64_t h1, const float* k,
                  const float* v);
+  // Asks the caches for the key and value rows of every head of sequence `row` at position p
+  // (reserved) of a layer, ahead of a put_heads there.
+  void prefetch_put(int64_t layer, int64_t p, int64_t row) const;
   // fn(j, rows, count) over the keys (kind 0) or values (kind 1) of head h of sequence `row` at
   // positions [0, n) (n <= the reserved count), in order, a run at a time: rows holds positions
   // j .. j + count - 1, head_dim elements apart. T is float (an F32 cache) or uint16_t (bf16).
