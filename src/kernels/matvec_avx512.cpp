@@ -647,8 +647,15 @@ struct BF16X16Stream {
   // hide that. The same for every NX (outputs must not depend on it). Eight: with four,
   // 4096x14336 streamed at 50-52 GB/s against 58 with eight (alternating runs, one group).
   static constexpr int kAcc = 8;
+  // Two groups for one activation row, and for two (MetaVoice's guidance rows) although their
+  // 32 accumulators leave no register for the weights: GCC keeps them in memory, a load and a
+  // store per vdpbf16ps, and the two streams still won. Stage 1 BF16 steps alternating the ways
+  // (set_stream_way, one host, 120 steps): median 53.1 ms with two groups and prefetching
+  // against 57.4 with one and far prefetching, the way measured fastest when two groups were
+  // not allowed; 2048x5632 and 11264x2048 products of two rows, 44.8-45.2 GB/s against
+  // 40.8-42.4.
   template <int NX>
-  static constexpr int kMaxGroups = NX == 1 ? 2 : 1;
+  static constexpr int kMaxGroups = NX <= 2 ? 2 : 1;
   template <int NX>
   static constexpr StreamWay kDefaultWay =
       NX == 1 ? StreamWay::TwoPrefetch : StreamWay::OnePrefetch;
