@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -82,16 +83,34 @@ void print_stream_ways(int nx) {
   }
 }
 
-// Decodes n tokens one at a time; returns tokens per second.
-double decode_speed(LanguageModel& model, State& state, int n, std::vector<float>& logits) {
-  auto toks = random_tokens(n, model.info().vocab_size, 7 + state.position());
-  const auto warm = random_tokens(kMaxWarmupSteps, model.info().vocab_size, 5 + state.position());
+// Decodes n tokens one at a time on each state, the states taking turns token by token, so
+// that every speed is measured under the same load of the machine (on a shared host the
+// bandwidth moves by a third within minutes: one after the other, the figures of two contexts
+// differed by more than their own difference). Returns tokens per second of each state.
+std::vector<double> decode_speeds(LanguageModel& model, const std::vector<State*>& states, int n,
+                                  std::vector<float>& logits) {
+  const int64_t vocab = model.info().vocab_size;
+  std::vector<std::vector<int32_t>> toks, warm;
+  for (State* s : states) {
+    toks.push_back(random_tokens(n, vocab, 7 + s->position()));
+    warm.push_back(random_tokens(kMaxWarmupSteps, vocab, 5 + s->position()));
+  }
   warm_up(1, kMaxWarmupSteps, [&](int i) {
-    model.forward(state, std::span<const int32_t>(&warm[static_cast<size_t>(i)], 1), logits);
+    for (size_t k = 0; k < states.size(); ++k)
+      model.forward(*states[k], std::span<const int32_t>(&warm[k][static_cast<size_t>(i)], 1),
+                    logits);
   });
-  const auto t0 = Clock::now();
-  for (int i = 1; i < n; ++i) model.forward(state, std::span<const int32_t>(&toks[i], 1), logits);
-  return (n - 1) / seconds_since(t0);
+  std::vector<double> seconds(states.size());
+  for (int i = 1; i < n; ++i)
+    for (size_t k = 0; k < states.size(); ++k) {
+      const auto t0 = Clock::now();
+      model.forward(*states[k], std::span<const int32_t>(&toks[k][static_cast<size_t>(i)], 1),
+                    logits);
+      seconds[k] += seconds_since(t0);
+    }
+  std::vector<double> tps;
+  for (double sec : seconds) tps.push_back((n - 1) / sec);
+  return tps;
 }
 
 // Feeds tokens in chunks until the state reaches position target.
@@ -274,7 +293,7 @@ int bench_model(const BenchModelArgs& args) {
   std::fflush(stdout);
 
   std::vector<float> logits;
-  State state = model->new_state();
+  std::optional<State> state(model->new_state());
   const int prompt = args.prompt > 0 ? args.prompt : 512;
   {
     auto toks = random_tokens(prompt, info.vocab_size, 1);
@@ -283,32 +302,38 @@ int bench_model(const BenchModelArgs& args) {
     model->forward(warm, std::span<const int32_t>(toks.data(), std::min<size_t>(toks.size(), 16)),
                    logits);
     const auto t0 = Clock::now();
-    model->forward(state, toks, logits);
+    model->forward(*state, toks, logits);
     std::printf("prefill %d: %.1f tok/s\n", prompt, prompt / seconds_since(t0));
     std::fflush(stdout);
   }
-  const int steps = args.decode_steps;
-  // Each decode figure runs between two bandwidth probes; its roofline share uses the higher.
-  auto decode_figure = [&](int64_t after, double* rss) {
-    double tps = 0;
-    const Probes probes = between_probes(pool, [&] {
-      tps = decode_speed(*model, state, steps, logits);
-      if (rss) *rss = current_rss_gib();
-    });
-    print_roofline_share(probes, "decode after " + std::to_string(after), tps, "tok/s",
-                         info.weight_bytes);
-  };
-  double rss512 = 0;
-  decode_figure(prompt, &rss512);
-  print_stream_ways(1);
-  if (args.long_context > state.position()) {
-    advance_to(*model, state, args.long_context, 512, logits);
-    decode_figure(args.long_context, nullptr);
-    std::printf("RSS after %d: %.2f GiB, after %d: %.2f GiB\n", prompt, rss512, args.long_context,
-                current_rss_gib());
+  const double rss_prompt = current_rss_gib();
+  // The long context is a fork of the prompt's state fed on to long_context; both decode
+  // figures then come from one run of turns (decode_speeds) between two bandwidth probes,
+  // which each figure's roofline share uses (the higher of the two).
+  std::optional<State> longer;
+  if (args.long_context > state->position()) {
+    longer.emplace(state->fork());
+    advance_to(*model, *longer, args.long_context, 512, logits);
   }
+  std::vector<State*> states = {&*state};
+  if (longer) states.push_back(&*longer);
+  const int64_t after[2] = {state->position(), longer ? longer->position() : 0};
+  std::vector<double> tps;
+  const Probes probes =
+      between_probes(pool, [&] { tps = decode_speeds(*model, states, args.decode_steps, logits); });
+  print_roofline_share(probes, "decode after " + std::to_string(after[0]), tps[0], "tok/s",
+                       info.weight_bytes);
+  print_stream_ways(1);
+  if (longer) {
+    print_roofline_share(probes, "decode after " + std::to_string(after[1]), tps[1], "tok/s",
+                         info.weight_bytes);
+    state.reset();  // RSS with the long context's state alone, as with the prompt's above
+    std::printf("RSS after %d: %.2f GiB, after %d: %.2f GiB\n", prompt, rss_prompt,
+                args.long_context, current_rss_gib());
+  }
+  const State& last = longer ? *longer : *state;
   std::printf("peak RSS: %.2f GiB\n", peak_rss_gib());
-  std::printf("state: %.1f MiB per sequence\n", state.bytes() / (1024.0 * 1024.0));
+  std::printf("state: %.1f MiB per sequence\n", last.bytes() / (1024.0 * 1024.0));
   return 0;
 }
 
