@@ -289,20 +289,21 @@ struct MvStage1::Impl {
       // its own attention item instead, before it attends: the threads share the rounding and
       // the first writes to the cache's new pages (page faults), which on one thread left the
       // other waiting for up to a tenth of a step.
-      const bool put_in_items = n == 1 && a.n_local_heads == H;
       // The rows the items put go to lines in no cache: asked for all at once here, they come
       // in together rather than an item's at a time. Timed on one host (ad-hoc timers, steps
       // alternating with and without): a thread's puts went from 15 to 6-8 us of a layer's
       // attention at position 16, and the attention from 41-46 to 37-43 us; 4-8% less up to
       // position 450.
-      if (put_in_items)
-        for (int64_t r = 0; r < N; ++r) st.prefetch_put(l, pos0 + r % n, r / n);
-      if (!put_in_items)
-        for (int64_t r = 0; r < N; ++r) {
-          const int64_t b = r / n, p = pos0 + r % n;
+      const bool put_in_items = n == 1 && a.n_local_heads == H;
+      for (int64_t r = 0; r < N; ++r) {
+        const int64_t b = r / n, p = pos0 + r % n;
+        if (put_in_items) {
+          st.prefetch_put(l, p, b);
+        } else {
           const float* kr = qkv + r * qkv_dim() + qd;
           st.put(l, p, b, kr, kr + kvd);
         }
+      }
       auto put_heads = [&](int64_t r, int64_t h, int64_t count) {
         if (!put_in_items) return;
         const float* kr = qkv + r * qkv_dim() + qd;
