@@ -317,16 +317,15 @@ int bench_model(const BenchModelArgs& args) {
   }
   std::vector<State*> states = {&*state};
   if (longer) states.push_back(&*longer);
-  const int64_t after[2] = {state->position(), longer ? longer->position() : 0};
   std::vector<double> tps;
   const Probes probes =
       between_probes(pool, [&] { tps = decode_speeds(*model, states, args.decode_steps, logits); });
-  print_roofline_share(probes, "decode after " + std::to_string(after[0]), tps[0], "tok/s",
+  print_roofline_share(probes, "decode after " + std::to_string(prompt), tps[0], "tok/s",
                        info.weight_bytes);
   print_stream_ways(1);
   if (longer) {
-    print_roofline_share(probes, "decode after " + std::to_string(after[1]), tps[1], "tok/s",
-                         info.weight_bytes);
+    print_roofline_share(probes, "decode after " + std::to_string(args.long_context), tps[1],
+                         "tok/s", info.weight_bytes);
     state.reset();  // RSS with the long context's state alone, as with the prompt's above
     std::printf("RSS after %d: %.2f GiB, after %d: %.2f GiB\n", prompt, rss_prompt,
                 args.long_context, current_rss_gib());

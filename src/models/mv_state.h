@@ -18,7 +18,6 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "cachet/dtype.h"
 #include "cachet/state_impl.h"
