@@ -65,6 +65,13 @@ template <int64_t N>
   return acc;
 }
 
+// *p in every lane, in a register: GCC would otherwise fold the load into each use.
+[[gnu::always_inline]] inline __m512i broadcast32(const int32_t* p) {
+  __m512i r;
+  asm("vpbroadcastd %1, %0" : "=v"(r) : "m"(*p));
+  return r;
+}
+
 // The low and high nibbles of v's bytes as two byte vectors: with four bits, the high ones left
 // in place (16 times their value: one instruction each); with five, both at their value plus
 // 16 where the fifth bit is set in the two 64-bit byte masks at h5 (low, then high nibbles).
@@ -407,83 +414,152 @@ struct KQ45K_X16 {
   template <int NX>
   static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
   static constexpr int64_t kPrefetchBytes = 2048;
+  // Groups read side by side share the activation quadruples: G groups load each quadruple
+  // once into a register (vpbroadcastd) where one group alone folds it into its dot product.
+  // A Zen 5 core issues two loads a cycle, of any width, and with one group the broadcasts are
+  // most of a chunk's loads (eight per 64 bytes of weights and activation row: with two rows
+  // 168 loads a chunk, 84 cycles, against 105 cycles for its bytes from memory at 70 GB/s).
+  // Shared, 2 threads, alternating builds: at 4096x14336 two groups streamed 61-63 GB/s
+  // against 53-57 and four 59 against 28-30; 7680x2560, two groups 55-59 against 46-48; two
+  // activation rows at 8192x2048, two groups 56-58 against 43-46. One group stays where it
+  // was (55-59 GB/s at 7680x2560), and on that host the fastest way, whichever the tuner
+  // picks, was no faster than before: `cachet bench --random metavoice-1b --type Q4_K -t 2
+  // --decode-steps 128`, alternating builds at a 70 GB/s probe, 63.7 and 65.1 steps/s
+  // against 63.8 and 67.0. What changed is that two groups no longer lose when picked.
+  // In cache (1024x2560, 2 threads) two groups computed at 166 GB/s-equivalent against 140.
+  // With two rows and four groups the accumulators do not fit: those take the groups apart.
+  // The integers are the same either way, and so are the outputs.
+  template <int G, int NX>
+  static constexpr bool kShareX = G >= 2 && (NX == 1 || (NX == 2 && G == 2));
   template <int NX, int PF>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
+    const uint8_t* cs[1] = {c};
+    __m512(*acc)[kAcc][NX] = &acc0;
+    chunks<1, NX, PF>(cs, i, xs, acc);
+  }
+  template <int G, int NX, int PF>
+  [[gnu::always_inline]] static inline void chunks(const uint8_t* const* cs, int64_t i,
+                                                   const XPrep* xs, __m512 (*acc0)[kAcc][NX]) {
     const __m512i m6w = _mm512_set1_epi16(0x3F);
     const __m512i mhi = _mm512_set1_epi32(0x003C003C), low_words = _mm512_set1_epi32(0xFFFF);
-    __m512(&acc)[NX] = acc0[0];
-    __m512i iacc[NX], imin[NX];
+    __m512i iacc[G][NX], imin[G][NX];
     alignas(16) int32_t bpair[NX][4];  // (sum of x over sub-block 2k, over 2k + 1) as words
     for (int j = 0; j < NX; ++j) {
-      iacc[j] = imin[j] = _mm512_setzero_si512();
+      for (int g = 0; g < G; ++g) iacc[g][j] = imin[g][j] = _mm512_setzero_si512();
       const int16_t* bs = xs[j].bsums + 16 * i;
       _mm_store_si128(reinterpret_cast<__m128i*>(bpair[j]),
                       _mm_hadd_epi16(loadu128(bs), loadu128(bs + 8)));
     }
     for (int k = 0; k < 4; ++k) {
-      if constexpr (PF)  // a quarter of a chunk's lines (Q4_K 36, Q5_K 44) per sub-block pair
-        prefetch_lines<kChunkBytes / 4>(c + kPrefetchBytes * PF + kChunkBytes / 4 * k);
-      // A bytes as words: lane r = (byte of sub-block 2k, byte of 2k + 1) of row r
-      const __m512i a = _mm512_cvtepu8_epi16(loadu256(c + 64 + 32 * k));
-      const __m512i b = _mm512_cvtepu8_epi32(loadu128(c + 192 + 16 * k));
-      const __m512i sc = _mm512_and_si512(a, m6w);  // words (scale[2k], scale[2k + 1])
-      // mins as words (m[2k], m[2k + 1]): high 4 bits from B, low 2 bits from A
-      const __m512i mins = _mm512_ternarylogic_epi32(
-          _mm512_or_si512(_mm512_slli_epi32(b, 2), _mm512_slli_epi32(b, 14)), mhi,
-          _mm512_srli_epi16(a, 6), 0xEA);  // (A & B) | C
-      for (int j = 0; j < NX; ++j)
-        imin[j] = _mm512_dpwssd_epi32(imin[j], mins, _mm512_set1_epi32(bpair[j][k]));
+      __m512i sc[G];
+      for (int g = 0; g < G; ++g) {
+        const uint8_t* c = cs[g];
+        if constexpr (PF)  // a quarter of a chunk's lines (Q4_K 36, Q5_K 44) per sub-block pair
+          prefetch_lines<kChunkBytes / 4>(c + kPrefetchBytes * PF + kChunkBytes / 4 * k);
+        // A bytes as words: lane r = (byte of sub-block 2k, byte of 2k + 1) of row r
+        const __m512i a = _mm512_cvtepu8_epi16(loadu256(c + 64 + 32 * k));
+        const __m512i b = _mm512_cvtepu8_epi32(loadu128(c + 192 + 16 * k));
+        sc[g] = _mm512_and_si512(a, m6w);  // words (scale[2k], scale[2k + 1])
+        // mins as words (m[2k], m[2k + 1]): high 4 bits from B, low 2 bits from A
+        const __m512i mins = _mm512_ternarylogic_epi32(
+            _mm512_or_si512(_mm512_slli_epi32(b, 2), _mm512_slli_epi32(b, 14)), mhi,
+            _mm512_srli_epi16(a, 6), 0xEA);  // (A & B) | C
+        for (int j = 0; j < NX; ++j)
+          imin[g][j] = _mm512_dpwssd_epi32(imin[g][j], mins, _mm512_set1_epi32(bpair[j][k]));
+      }
       // The sums of sub-blocks 2k and 2k + 1 (h), low and high nibbles apart
-      __m512i dlo[2][NX], dhi[2][NX];
+      __m512i dlo[2][G][NX], dhi[2][G][NX];
       for (int h = 0; h < 2; ++h) {
         const int s = 2 * k + h;
-        const uint8_t* q = c + 256 + 256 * s;
-        // low nibbles as they are, high nibbles left in place (16 times their value): one
-        // instruction each, and two independent chains of dot products
-        __m512i lo[4], hi[4];
-        for (int t = 0; t < 4; ++t) {
-          split_nibbles<kFive>(loadu512(q + 64 * t), c + kX16Chunk + 64 * s + 16 * t, lo[t], hi[t]);
-        }
-        for (int j = 0; j < NX; ++j) {
-          const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
-          dlo[h][j] = dhi[h][j] = _mm512_setzero_si512();
-          for (int t = 0; t < 4; ++t) {
-            dlo[h][j] = dpbusd_bcast(dlo[h][j], lo[t], xq + t);
-            dhi[h][j] = dpbusd_bcast(dhi[h][j], hi[t], xq + 4 + t);
+        for (int g = 0; g < G; ++g)
+          for (int j = 0; j < NX; ++j) dlo[h][g][j] = dhi[h][g][j] = _mm512_setzero_si512();
+        if constexpr (G == 1) {
+          const uint8_t* q = cs[0] + 256 + 256 * s;
+          // low nibbles as they are, high nibbles left in place (16 times their value): one
+          // instruction each, and two independent chains of dot products
+          __m512i lo[4], hi[4];
+          for (int t = 0; t < 4; ++t)
+            split_nibbles<kFive>(loadu512(q + 64 * t), cs[0] + kX16Chunk + 64 * s + 16 * t, lo[t],
+                                 hi[t]);
+          for (int j = 0; j < NX; ++j) {
+            const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
+            for (int t = 0; t < 4; ++t) {
+              dlo[h][0][j] = dpbusd_bcast(dlo[h][0][j], lo[t], xq + t);
+              dhi[h][0][j] = dpbusd_bcast(dhi[h][0][j], hi[t], xq + 4 + t);
+            }
           }
+        } else {
+          for (int t = 0; t < 4; ++t) {
+            __m512i xlo[NX], xhi[NX];
+            for (int j = 0; j < NX; ++j) {
+              const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
+              xlo[j] = broadcast32(xq + t);
+              xhi[j] = broadcast32(xq + 4 + t);
+            }
+            for (int g = 0; g < G; ++g) {
+              __m512i lo, hi;
+              split_nibbles<kFive>(loadu512(cs[g] + 256 + 256 * s + 64 * t),
+                                   cs[g] + kX16Chunk + 64 * s + 16 * t, lo, hi);
+              for (int j = 0; j < NX; ++j) {
+                dlo[h][g][j] = _mm512_dpbusd_epi32(dlo[h][g][j], lo, xlo[j]);
+                dhi[h][g][j] = _mm512_dpbusd_epi32(dhi[h][g][j], hi, xhi[j]);
+              }
+            }
+          }
+          // With two activation rows, each sub-block's sum goes into iacc at once (int32
+          // products with its scale, word h of sc's lanes), so that only one sub-block's sums
+          // need registers: the same integers as the pairs below
+          if constexpr (NX > 1)
+            for (int g = 0; g < G; ++g) {
+              const __m512i sch =
+                  h == 0 ? _mm512_and_si512(sc[g], low_words) : _mm512_srli_epi32(sc[g], 16);
+              for (int j = 0; j < NX; ++j) {
+                const __m512i hs = kFive ? dhi[h][g][j] : _mm512_srai_epi32(dhi[h][g][j], 4);
+                iacc[g][j] = _mm512_add_epi32(
+                    iacc[g][j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[h][g][j], hs), sch));
+              }
+            }
         }
       }
+      if constexpr (G > 1 && NX > 1) continue;
       // Each sum is at most 16 * 15 * 128 in magnitude (dhi: once shifted down, exactly, as
       // it is 16 times the high nibbles' sum), so the sums of 2k and 2k + 1 fit as the two
       // words of a lane, and vpdpwssd multiplies them by their scales and adds both
-      if constexpr (kFive) {
-        // A sub-block's sum is up to 32 * 31 * 128, past a word: int32 products with the
-        // scales (words 0 and 1 of sc's lanes), at most 8 * 63 * 32 * 31 * 128 in all
-        const __m512i sc0 = _mm512_and_si512(sc, low_words), sc1 = _mm512_srli_epi32(sc, 16);
-        for (int j = 0; j < NX; ++j) {
-          iacc[j] = _mm512_add_epi32(
-              iacc[j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[0][j], dhi[0][j]), sc0));
-          iacc[j] = _mm512_add_epi32(
-              iacc[j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[1][j], dhi[1][j]), sc1));
-        }
-      } else {
-        for (int j = 0; j < NX; ++j) {
-          const __m512i lo_pair = _mm512_ternarylogic_epi32(
-              dlo[0][j], _mm512_slli_epi32(dlo[1][j], 16), low_words, 0xE4);  // C ? A : B
-          const __m512i hi_pair = _mm512_ternarylogic_epi32(
-              _mm512_srai_epi32(dhi[0][j], 4), _mm512_slli_epi32(dhi[1][j], 12), low_words, 0xE4);
-          iacc[j] = _mm512_dpwssd_epi32(iacc[j], lo_pair, sc);
-          iacc[j] = _mm512_dpwssd_epi32(iacc[j], hi_pair, sc);
+      for (int g = 0; g < G; ++g) {
+        if constexpr (kFive) {
+          // A sub-block's sum is up to 32 * 31 * 128, past a word: int32 products with the
+          // scales (words 0 and 1 of sc's lanes), at most 8 * 63 * 32 * 31 * 128 in all
+          const __m512i sc0 = _mm512_and_si512(sc[g], low_words),
+                        sc1 = _mm512_srli_epi32(sc[g], 16);
+          for (int j = 0; j < NX; ++j) {
+            iacc[g][j] = _mm512_add_epi32(
+                iacc[g][j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[0][g][j], dhi[0][g][j]), sc0));
+            iacc[g][j] = _mm512_add_epi32(
+                iacc[g][j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[1][g][j], dhi[1][g][j]), sc1));
+          }
+        } else {
+          for (int j = 0; j < NX; ++j) {
+            const __m512i lo_pair = _mm512_ternarylogic_epi32(
+                dlo[0][g][j], _mm512_slli_epi32(dlo[1][g][j], 16), low_words, 0xE4);  // C ? A : B
+            const __m512i hi_pair =
+                _mm512_ternarylogic_epi32(_mm512_srai_epi32(dhi[0][g][j], 4),
+                                          _mm512_slli_epi32(dhi[1][g][j], 12), low_words, 0xE4);
+            iacc[g][j] = _mm512_dpwssd_epi32(iacc[g][j], lo_pair, sc[g]);
+            iacc[g][j] = _mm512_dpwssd_epi32(iacc[g][j], hi_pair, sc[g]);
+          }
         }
       }
     }
-    const __m512 d = _mm512_cvtph_ps(loadu256(c));
-    const __m512 dmin = _mm512_cvtph_ps(loadu256(c + 32));
-    for (int j = 0; j < NX; ++j) {
-      const __m512 dx = _mm512_set1_ps(xs[j].d[i]);
-      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[j]), _mm512_mul_ps(d, dx), acc[j]);
-      acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin[j]), _mm512_mul_ps(dmin, dx), acc[j]);
+    for (int g = 0; g < G; ++g) {
+      const __m512 d = _mm512_cvtph_ps(loadu256(cs[g]));
+      const __m512 dmin = _mm512_cvtph_ps(loadu256(cs[g] + 32));
+      for (int j = 0; j < NX; ++j) {
+        __m512(&acc)[NX] = acc0[g][0];
+        const __m512 dx = _mm512_set1_ps(xs[j].d[i]);
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[g][j]), _mm512_mul_ps(d, dx), acc[j]);
+        acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin[g][j]), _mm512_mul_ps(dmin, dx), acc[j]);
+      }
     }
   }
 };
@@ -593,39 +669,65 @@ struct KQ6K_X16 {
   template <int NX>
   static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
   static constexpr int64_t kPrefetchBytes = 2048;
+  // Two groups side by side share the activation broadcasts, as in KQ45K_X16. At 4096x14336
+  // (2 threads, alternating builds) two groups streamed 58-61 GB/s against 44-55; two
+  // activation rows at 8192x2048, 59 against 50. `cachet bench kernels -t 2 --types Q6_K`,
+  // alternating builds: 80-88% of the probe against 80-85%, within the host's noise.
+  template <int G, int NX>
+  static constexpr bool kShareX = G >= 2 && NX <= 2;
   template <int NX, int PF>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
                                                   __m512 (&acc0)[kAcc][NX]) {
+    const uint8_t* cs[1] = {c};
+    __m512(*acc)[kAcc][NX] = &acc0;
+    chunks<1, NX, PF>(cs, i, xs, acc);
+  }
+  template <int G, int NX, int PF>
+  [[gnu::always_inline]] static inline void chunks(const uint8_t* const* cs, int64_t i,
+                                                   const XPrep* xs, __m512 (*acc0)[kAcc][NX]) {
     const __m512i m6 = _mm512_set1_epi8(0x3F), m03 = _mm512_set1_epi8(0x03);
     const __m512i m0f = _mm512_set1_epi8(0x0F);
-    __m512(&acc)[NX] = acc0[0];
-    __m512i iacc[NX];
-    for (int j = 0; j < NX; ++j) iacc[j] = _mm512_setzero_si512();
+    __m512i iacc[G][NX];
+    for (int g = 0; g < G; ++g)
+      for (int j = 0; j < NX; ++j) iacc[g][j] = _mm512_setzero_si512();
     for (int t = 0; t < 16; ++t) {
-      if constexpr (PF)  // the lines of a 16th of the chunk per sub-block
-        prefetch_lines<kChunkBytes / 16>(c + kPrefetchBytes * PF + kChunkBytes / 16 * t);
-      const uint8_t* wp = c + 288 + 192 * t;
-      const __m512i a = loadu512(wp), b = loadu512(wp + 64), e = loadu512(wp + 128);
-      __m512i w[4];
-      w[0] = _mm512_and_si512(a, m6);
-      w[1] = _mm512_and_si512(b, m6);
-      w[2] = _mm512_and_si512(e, m6);
-      // bits 6-7 of a, b, e are bits 0-1, 2-3, 4-5 of the fourth column group
-      const __m512i u = _mm512_ternarylogic_epi32(_mm512_srli_epi16(a, 6), _mm512_srli_epi16(b, 4),
-                                                  m03, 0xE4);  // (A & C) | (B & ~C)
-      w[3] = _mm512_and_si512(_mm512_ternarylogic_epi32(u, _mm512_srli_epi16(e, 2), m0f, 0xE4), m6);
-      const __m512i sc = _mm512_cvtepi8_epi32(loadu128(c + 32 + 16 * t));
+      __m512i xb[NX][4], off[NX];
       for (int j = 0; j < NX; ++j) {
         const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 16 * t);
-        __m512i dot = _mm512_set1_epi32(-32 * xs[j].bsums[16 * i + t]);
-        for (int q = 0; q < 4; ++q) dot = _mm512_dpbusd_epi32(dot, w[q], _mm512_set1_epi32(xq[q]));
-        iacc[j] = _mm512_add_epi32(iacc[j], _mm512_mullo_epi32(dot, sc));
+        off[j] = _mm512_set1_epi32(-32 * xs[j].bsums[16 * i + t]);
+        for (int q = 0; q < 4; ++q)
+          xb[j][q] = G == 1 ? _mm512_set1_epi32(xq[q]) : broadcast32(xq + q);
+      }
+      for (int g = 0; g < G; ++g) {
+        const uint8_t* c = cs[g];
+        if constexpr (PF)  // the lines of a 16th of the chunk per sub-block
+          prefetch_lines<kChunkBytes / 16>(c + kPrefetchBytes * PF + kChunkBytes / 16 * t);
+        const uint8_t* wp = c + 288 + 192 * t;
+        const __m512i a = loadu512(wp), b = loadu512(wp + 64), e = loadu512(wp + 128);
+        __m512i w[4];
+        w[0] = _mm512_and_si512(a, m6);
+        w[1] = _mm512_and_si512(b, m6);
+        w[2] = _mm512_and_si512(e, m6);
+        // bits 6-7 of a, b, e are bits 0-1, 2-3, 4-5 of the fourth column group
+        const __m512i u = _mm512_ternarylogic_epi32(
+            _mm512_srli_epi16(a, 6), _mm512_srli_epi16(b, 4), m03, 0xE4);  // (A & C) | (B & ~C)
+        w[3] =
+            _mm512_and_si512(_mm512_ternarylogic_epi32(u, _mm512_srli_epi16(e, 2), m0f, 0xE4), m6);
+        const __m512i sc = _mm512_cvtepi8_epi32(loadu128(c + 32 + 16 * t));
+        for (int j = 0; j < NX; ++j) {
+          __m512i dot = off[j];
+          for (int q = 0; q < 4; ++q) dot = _mm512_dpbusd_epi32(dot, w[q], xb[j][q]);
+          iacc[g][j] = _mm512_add_epi32(iacc[g][j], _mm512_mullo_epi32(dot, sc));
+        }
       }
     }
-    const __m512 d = _mm512_cvtph_ps(loadu256(c));
-    for (int j = 0; j < NX; ++j)
-      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[j]),
-                               _mm512_mul_ps(d, _mm512_set1_ps(xs[j].d[i])), acc[j]);
+    for (int g = 0; g < G; ++g) {
+      const __m512 d = _mm512_cvtph_ps(loadu256(cs[g]));
+      __m512(&acc)[NX] = acc0[g][0];
+      for (int j = 0; j < NX; ++j)
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[g][j]),
+                                 _mm512_mul_ps(d, _mm512_set1_ps(xs[j].d[i])), acc[j]);
+    }
   }
 };
 
@@ -771,6 +873,14 @@ concept SpreadPrefetch = requires {
   K::kPrefetchBytes;
 };
 
+// A kernel that reads G groups side by side in one chunks<G, NX, PF>() call (sharing what the
+// groups have in common) where its kShareX<G, NX> says so.
+template <typename K, int G, int NX>
+concept SharedX = requires {
+  K::template kShareX<G, NX>;
+}
+&&K::template kShareX<G, NX>;
+
 // An interleaved kernel K gives kChunkCols and kChunkBytes (one chunk of a group of 16 rows),
 // kAcc accumulators per activation row, kMaxGroups<NX> (groups it can read side by side: its
 // accumulators must fit in registers), kDefaultWay<NX> (the StreamWay used until one has been
@@ -797,7 +907,14 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
   for (int g = 0; g < G; ++g)
     for (int a = 0; a < K::kAcc; ++a)
       for (int j = 0; j < NX; ++j) acc[g][a][j] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < nb; ++i)
+  for (int64_t i = 0; i < nb; ++i) {
+    if constexpr (SharedX<K, G, NX>) {
+      const uint8_t* cs[G];
+      for (int g = 0; g < G; ++g) cs[g] = groups[g] + i * K::kChunkBytes;
+      static_assert(SpreadPrefetch<K>, "chunks() prefetches");
+      K::template chunks<G, NX, PF>(cs, i, xs, acc);
+      continue;
+    }
     for (int g = 0; g < G; ++g) {
       const uint8_t* c = groups[g] + i * K::kChunkBytes;
       if constexpr (SpreadPrefetch<K>) {
@@ -808,6 +925,7 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
         K::template chunk<NX>(c, i, xs, acc[g]);
       }
     }
+  }
   for (int g = 0; g < G; ++g)
     for (int j = 0; j < NX; ++j) {
       __m512 sum = acc[g][0][j];
