@@ -426,7 +426,7 @@ struct KQ45K_X16 {
   // picks, was no faster than before: `cachet bench --random metavoice-1b --type Q4_K -t 2
   // --decode-steps 128`, alternating builds at a 70 GB/s probe, 63.7 and 65.1 steps/s
   // against 63.8 and 67.0. What changed is that two groups no longer lose when picked.
-  // In cache (1024x2560, 2 threads) two groups computed at 166 GB/s-equivalent against 140.
+  // In L2 (512x2560, one thread) two groups computed at 102-106 GB/s-equivalent against 97-99.
   // With two rows and four groups the accumulators do not fit: those take the groups apart.
   // The integers are the same either way, and so are the outputs.
   template <int G, int NX>
