@@ -431,16 +431,10 @@ struct KQ45K_X16 {
   // The integers are the same either way, and so are the outputs.
   template <int G, int NX>
   static constexpr bool kShareX = G >= 2 && (NX == 1 || (NX == 2 && G == 2));
-  template <int NX, int PF>
-  [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
-                                                  __m512 (&acc0)[kAcc][NX]) {
-    const uint8_t* cs[1] = {c};
-    __m512(*acc)[kAcc][NX] = &acc0;
-    chunks<1, NX, PF>(cs, i, xs, acc);
-  }
   template <int G, int NX, int PF>
   [[gnu::always_inline]] static inline void chunks(const uint8_t* const* cs, int64_t i,
                                                    const XPrep* xs, __m512 (*acc0)[kAcc][NX]) {
+    constexpr bool kEachSubBlock = kFive || (G > 1 && NX > 1);
     const __m512i m6w = _mm512_set1_epi16(0x3F);
     const __m512i mhi = _mm512_set1_epi32(0x003C003C), low_words = _mm512_set1_epi32(0xFFFF);
     __m512i iacc[G][NX], imin[G][NX];
@@ -507,38 +501,27 @@ struct KQ45K_X16 {
               }
             }
           }
-          // With two activation rows, each sub-block's sum goes into iacc at once (int32
-          // products with its scale, word h of sc's lanes), so that only one sub-block's sums
-          // need registers: the same integers as the pairs below
-          if constexpr (NX > 1)
-            for (int g = 0; g < G; ++g) {
-              const __m512i sch =
-                  h == 0 ? _mm512_and_si512(sc[g], low_words) : _mm512_srli_epi32(sc[g], 16);
-              for (int j = 0; j < NX; ++j) {
-                const __m512i hs = kFive ? dhi[h][g][j] : _mm512_srai_epi32(dhi[h][g][j], 4);
-                iacc[g][j] = _mm512_add_epi32(
-                    iacc[g][j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[h][g][j], hs), sch));
-              }
-            }
         }
-      }
-      if constexpr (G > 1 && NX > 1) continue;
-      // Each sum is at most 16 * 15 * 128 in magnitude (dhi: once shifted down, exactly, as
-      // it is 16 times the high nibbles' sum), so the sums of 2k and 2k + 1 fit as the two
-      // words of a lane, and vpdpwssd multiplies them by their scales and adds both
-      for (int g = 0; g < G; ++g) {
-        if constexpr (kFive) {
-          // A sub-block's sum is up to 32 * 31 * 128, past a word: int32 products with the
-          // scales (words 0 and 1 of sc's lanes), at most 8 * 63 * 32 * 31 * 128 in all
-          const __m512i sc0 = _mm512_and_si512(sc[g], low_words),
-                        sc1 = _mm512_srli_epi32(sc[g], 16);
-          for (int j = 0; j < NX; ++j) {
-            iacc[g][j] = _mm512_add_epi32(
-                iacc[g][j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[0][g][j], dhi[0][g][j]), sc0));
-            iacc[g][j] = _mm512_add_epi32(
-                iacc[g][j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[1][g][j], dhi[1][g][j]), sc1));
+        // Each sub-block's sum into iacc at once, as int32 products with its scale (word h of
+        // sc's lanes): with five bits a sum is up to 32 * 31 * 128, past a word (at most
+        // 8 * 63 * 32 * 31 * 128 in all); with two groups of two activation rows, so that
+        // only one sub-block's sums need registers. The same integers as the pairs below.
+        if constexpr (kEachSubBlock)
+          for (int g = 0; g < G; ++g) {
+            const __m512i sch =
+                h == 0 ? _mm512_and_si512(sc[g], low_words) : _mm512_srli_epi32(sc[g], 16);
+            for (int j = 0; j < NX; ++j) {
+              const __m512i hs = kFive ? dhi[h][g][j] : _mm512_srai_epi32(dhi[h][g][j], 4);
+              iacc[g][j] = _mm512_add_epi32(
+                  iacc[g][j], _mm512_mullo_epi32(_mm512_add_epi32(dlo[h][g][j], hs), sch));
+            }
           }
-        } else {
+      }
+      // Otherwise each sum is at most 16 * 15 * 128 in magnitude (dhi: once shifted down,
+      // exactly, as it is 16 times the high nibbles' sum), so the sums of 2k and 2k + 1 fit as
+      // the two words of a lane, and vpdpwssd multiplies them by their scales and adds both
+      if constexpr (!kEachSubBlock)
+        for (int g = 0; g < G; ++g)
           for (int j = 0; j < NX; ++j) {
             const __m512i lo_pair = _mm512_ternarylogic_epi32(
                 dlo[0][g][j], _mm512_slli_epi32(dlo[1][g][j], 16), low_words, 0xE4);  // C ? A : B
@@ -548,8 +531,6 @@ struct KQ45K_X16 {
             iacc[g][j] = _mm512_dpwssd_epi32(iacc[g][j], lo_pair, sc[g]);
             iacc[g][j] = _mm512_dpwssd_epi32(iacc[g][j], hi_pair, sc[g]);
           }
-        }
-      }
     }
     for (int g = 0; g < G; ++g) {
       const __m512 d = _mm512_cvtph_ps(loadu256(cs[g]));
@@ -675,13 +656,6 @@ struct KQ6K_X16 {
   // alternating builds: 80-88% of the probe against 80-85%, within the host's noise.
   template <int G, int NX>
   static constexpr bool kShareX = G >= 2 && NX <= 2;
-  template <int NX, int PF>
-  [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t i, const XPrep* xs,
-                                                  __m512 (&acc0)[kAcc][NX]) {
-    const uint8_t* cs[1] = {c};
-    __m512(*acc)[kAcc][NX] = &acc0;
-    chunks<1, NX, PF>(cs, i, xs, acc);
-  }
   template <int G, int NX, int PF>
   [[gnu::always_inline]] static inline void chunks(const uint8_t* const* cs, int64_t i,
                                                    const XPrep* xs, __m512 (*acc0)[kAcc][NX]) {
@@ -865,29 +839,22 @@ concept TileKernel = requires {
   K::kTiles;
 };
 
-// A kernel with large chunks prefetches inside chunk<NX, PF>(), a few lines at a time between
-// its own loads, kPrefetchBytes ahead; the others take the lines of a chunk some chunks ahead
-// at once (run_groups).
+// A kernel with large chunks prefetches inside chunks<G, NX, PF>(), a few lines at a time
+// between its own loads, kPrefetchBytes ahead; the others take the lines of a chunk some
+// chunks ahead at once (run_groups). chunks() reads G groups in one call, sharing what they
+// have in common, where the kernel's kShareX<G, NX> says so, and one group otherwise.
 template <typename K>
 concept SpreadPrefetch = requires {
   K::kPrefetchBytes;
 };
-
-// A kernel that reads G groups side by side in one chunks<G, NX, PF>() call (sharing what the
-// groups have in common) where its kShareX<G, NX> says so.
-template <typename K, int G, int NX>
-concept SharedX = requires {
-  K::template kShareX<G, NX>;
-}
-&&K::template kShareX<G, NX>;
 
 // An interleaved kernel K gives kChunkCols and kChunkBytes (one chunk of a group of 16 rows),
 // kAcc accumulators per activation row, kMaxGroups<NX> (groups it can read side by side: its
 // accumulators must fit in registers), kDefaultWay<NX> (the StreamWay used until one has been
 // measured), and chunk<NX>(), which adds one chunk's products to the accumulators. When a way
 // prefetches, kPrefetchChunks<G> says how many chunks ahead a chunk's lines are asked for, all
-// at once; a kernel with large chunks gives kPrefetchBytes instead and its chunk<NX, PF>()
-// asks for them a few at a time between its loads (SpreadPrefetch). Spread out, 2 KiB ahead,
+// at once; a kernel with large chunks gives kPrefetchBytes and chunks<G, NX, PF>() instead,
+// which asks for them a few at a time between its loads (SpreadPrefetch). Spread out, 2 KiB ahead,
 // Q4_K streamed 33.5-34.3 GB/s at 4096x14336 with two groups against 30.6-31.7 without
 // prefetching and 29.3-30.4 with the same lines asked for at each chunk's start, 1-3 KiB
 // ahead (2 threads, `cachet bench kernels --quick --types Q4_K` with CACHET_STREAM=2 and a
@@ -908,18 +875,16 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
     for (int a = 0; a < K::kAcc; ++a)
       for (int j = 0; j < NX; ++j) acc[g][a][j] = _mm512_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
-    if constexpr (SharedX<K, G, NX>) {
+    if constexpr (SpreadPrefetch<K>) {
       const uint8_t* cs[G];
       for (int g = 0; g < G; ++g) cs[g] = groups[g] + i * K::kChunkBytes;
-      static_assert(SpreadPrefetch<K>, "chunks() prefetches");
-      K::template chunks<G, NX, PF>(cs, i, xs, acc);
-      continue;
-    }
-    for (int g = 0; g < G; ++g) {
-      const uint8_t* c = groups[g] + i * K::kChunkBytes;
-      if constexpr (SpreadPrefetch<K>) {
-        K::template chunk<NX, PF>(c, i, xs, acc[g]);
-      } else {
+      if constexpr (K::template kShareX<G, NX>)
+        K::template chunks<G, NX, PF>(cs, i, xs, acc);
+      else
+        for (int g = 0; g < G; ++g) K::template chunks<1, NX, PF>(cs + g, i, xs, acc + g);
+    } else {
+      for (int g = 0; g < G; ++g) {
+        const uint8_t* c = groups[g] + i * K::kChunkBytes;
         if constexpr (PF)
           prefetch_lines<K::kChunkBytes>(c + K::template kPrefetchChunks<G> * PF * K::kChunkBytes);
         K::template chunk<NX>(c, i, xs, acc[g]);
