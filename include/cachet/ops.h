@@ -35,6 +35,25 @@ void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, in
 // on the widened rows.
 void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
                     float* y);
+// Attention over a cache of int8 rows, each with one f32 scale (row j holds k_scale[j] * k_j),
+// rows `stride` values apart, n <= 512:
+//   dot_rows_i8: out[j] = float(sum_i q16_i k_ji) * (k_scale[j] * (sq * scale)), with q rounded
+//     to 16 bits: sq = max|q| / 32767, q16 = nearbyint(q / sq) (0 for q = 0). The sums are exact
+//     integers, so every ISA gives the same outputs.
+//   axpy_rows_i8: y[i] += (w[j] * v_scale[j]) * v_ji for j = 0, 1, ... in order, each a fused
+//     multiply-add.
+// quantize_i8 writes such a row: scale = max|x| / 127, v = nearbyint(x / scale); returns scale.
+void dot_rows_i8(const float* q, const int8_t* k, const float* k_scale, int64_t stride,
+                 int64_t count, int64_t n, float scale, float* out);
+void axpy_rows_i8(const float* w, const int8_t* v, const float* v_scale, int64_t stride,
+                  int64_t count, int64_t n, float* y);
+// The same for two heads over their own blocks of rows (the same count), read side by side:
+// each output exactly what the one-head form gives.
+void dot_rows_i8_x2(const float* const* q, const int8_t* const* k, const float* const* k_scale,
+                    int64_t stride, int64_t count, int64_t n, float scale, float* const* out);
+void axpy_rows_i8_x2(const float* const* w, const int8_t* const* v, const float* const* v_scale,
+                     int64_t stride, int64_t count, int64_t n, float* const* y);
+float quantize_i8(const float* x, int64_t n, int8_t* v);
 // dot_rows and axpy_rows for nh heads over the same rows (multi-query attention): head h
 // reads q + h * q_stride and writes out + h * out_stride (weights w + h * w_stride into
 // y + h * y_stride). Each head's values are exactly those of dot_rows / axpy_rows; the rows
@@ -97,6 +116,15 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int
 void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y);
 void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
                     float* y);
+void dot_rows_i8(const float* q, const int8_t* k, const float* k_scale, int64_t stride,
+                 int64_t count, int64_t n, float scale, float* out);
+void axpy_rows_i8(const float* w, const int8_t* v, const float* v_scale, int64_t stride,
+                  int64_t count, int64_t n, float* y);
+void dot_rows_i8_x2(const float* const* q, const int8_t* const* k, const float* const* k_scale,
+                    int64_t stride, int64_t count, int64_t n, float scale, float* const* out);
+void axpy_rows_i8_x2(const float* const* w, const int8_t* const* v, const float* const* v_scale,
+                     int64_t stride, int64_t count, int64_t n, float* const* y);
+float quantize_i8(const float* x, int64_t n, int8_t* v);
 void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k, int64_t stride,
                     int64_t count, int64_t n, float scale, float* out, int64_t out_stride);
 void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const float* v, int64_t stride,

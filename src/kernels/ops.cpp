@@ -2,6 +2,7 @@
 #include "cachet/ops.h"
 
 #include "cachet/cpu.h"
+#include "cachet/error.h"
 #include "kernels/ops_simd.h"
 
 namespace cachet::ops {
@@ -71,6 +72,27 @@ void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, in
 void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
                     float* y) {
   CACHET_OPS_DISPATCH(axpy_rows_bf16, w, v, stride, count, n, y)
+}
+void dot_rows_i8(const float* q, const int8_t* k, const float* k_scale, int64_t stride,
+                 int64_t count, int64_t n, float scale, float* out) {
+  CACHET_CHECK(n >= 0 && n <= 512, "dot_rows_i8: rows of ", n, " values (at most 512)");
+  CACHET_OPS_DISPATCH(dot_rows_i8, q, k, k_scale, stride, count, n, scale, out)
+}
+void axpy_rows_i8(const float* w, const int8_t* v, const float* v_scale, int64_t stride,
+                  int64_t count, int64_t n, float* y) {
+  CACHET_OPS_DISPATCH(axpy_rows_i8, w, v, v_scale, stride, count, n, y)
+}
+void dot_rows_i8_x2(const float* const* q, const int8_t* const* k, const float* const* k_scale,
+                    int64_t stride, int64_t count, int64_t n, float scale, float* const* out) {
+  CACHET_CHECK(n >= 0 && n <= 512, "dot_rows_i8_x2: rows of ", n, " values (at most 512)");
+  CACHET_OPS_DISPATCH(dot_rows_i8_x2, q, k, k_scale, stride, count, n, scale, out)
+}
+void axpy_rows_i8_x2(const float* const* w, const int8_t* const* v, const float* const* v_scale,
+                     int64_t stride, int64_t count, int64_t n, float* const* y) {
+  CACHET_OPS_DISPATCH(axpy_rows_i8_x2, w, v, v_scale, stride, count, n, y)
+}
+float quantize_i8(const float* x, int64_t n, int8_t* v) {
+  CACHET_OPS_DISPATCH(quantize_i8, x, n, v)
 }
 void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k, int64_t stride,
                     int64_t count, int64_t n, float scale, float* out, int64_t out_stride) {

@@ -45,6 +45,26 @@ struct Avx512Vec {
     _mm512_storeu_ps(p + W,
                      _mm512_permutex2var_ps(even, _mm512_add_epi32(lo, _mm512_set1_epi32(8)), odd));
   }
+  // W int8 values widened to f32 (exact).
+  static F load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  // W floats holding integers in [-127, 127], stored as int8.
+  static void store_i8(int8_t* p, F v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+  }
+  // Integer vectors of kI16 int16 lanes (products summed in int32 pairs).
+  using I = __m512i;
+  static constexpr int kI16 = 32;
+  static I izero() { return _mm512_setzero_si512(); }
+  static I load_i16(const int16_t* p) { return _mm512_loadu_si512(p); }
+  static I widen_i8_i16(const int8_t* p) {
+    return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static I madd_i16(I acc, I a, I b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
+  static I add_i32(I a, I b) { return _mm512_add_epi32(a, b); }
+  static int32_t hsum_i32(I v) { return _mm512_reduce_add_epi32(v); }
   static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static __mmask16 tail(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
   // The first n lanes from p, the rest 0 (lanes past n are not read).

@@ -1,5 +1,6 @@
 // Scalar references for the element-wise ops: plain loops in f32, following the math in order.
 // Reductions accumulate in double so the references are a stable yardstick for the SIMD paths.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -176,6 +177,54 @@ void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t c
                     float* y) {
   for (int64_t j = 0; j < count; ++j)
     for (int64_t i = 0; i < n; ++i) y[i] += w[j] * bf16_to_f32(v[j * stride + i]);
+}
+
+void dot_rows_i8(const float* q, const int8_t* k, const float* k_scale, int64_t stride,
+                 int64_t count, int64_t n, float scale, float* out) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(q[i]));
+  const float sq = m > 0.0f ? m / 32767.0f : 0.0f;
+  std::vector<int16_t> q16(static_cast<size_t>(n), 0);
+  if (sq > 0.0f)
+    for (int64_t i = 0; i < n; ++i)
+      q16[static_cast<size_t>(i)] =
+          static_cast<int16_t>(std::clamp(std::nearbyint(q[i] / sq), -32767.0f, 32767.0f));
+  const float c = sq * scale;
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t s = 0;
+    for (int64_t i = 0; i < n; ++i) s += int64_t{q16[static_cast<size_t>(i)]} * k[j * stride + i];
+    out[j] = static_cast<float>(s) * (k_scale[j] * c);
+  }
+}
+
+void axpy_rows_i8(const float* w, const int8_t* v, const float* v_scale, int64_t stride,
+                  int64_t count, int64_t n, float* y) {
+  for (int64_t j = 0; j < count; ++j) {
+    const float c = w[j] * v_scale[j];
+    for (int64_t i = 0; i < n; ++i) y[i] = std::fma(c, static_cast<float>(v[j * stride + i]), y[i]);
+  }
+}
+
+float quantize_i8(const float* x, int64_t n, int8_t* v) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
+  if (!(m > 0.0f)) {
+    std::fill(v, v + n, int8_t{0});
+    return 0.0f;
+  }
+  const float s = m / 127.0f;
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] / s), -127.0f, 127.0f));
+  return s;
+}
+void dot_rows_i8_x2(const float* const* q, const int8_t* const* k, const float* const* k_scale,
+                    int64_t stride, int64_t count, int64_t n, float scale, float* const* out) {
+  for (int a = 0; a < 2; ++a) dot_rows_i8(q[a], k[a], k_scale[a], stride, count, n, scale, out[a]);
+}
+
+void axpy_rows_i8_x2(const float* const* w, const int8_t* const* v, const float* const* v_scale,
+                     int64_t stride, int64_t count, int64_t n, float* const* y) {
+  for (int a = 0; a < 2; ++a) axpy_rows_i8(w[a], v[a], v_scale[a], stride, count, n, y[a]);
 }
 
 namespace {

@@ -25,6 +25,15 @@
                  float* y);                                                                        \
   void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n, \
                       float* y);                                                                   \
+  void dot_rows_i8(const float* q, const int8_t* k, const float* k_scale, int64_t stride,          \
+                   int64_t count, int64_t n, float scale, float* out);                             \
+  void axpy_rows_i8(const float* w, const int8_t* v, const float* v_scale, int64_t stride,         \
+                    int64_t count, int64_t n, float* y);                                           \
+  void dot_rows_i8_x2(const float* const* q, const int8_t* const* k, const float* const* k_scale,  \
+                      int64_t stride, int64_t count, int64_t n, float scale, float* const* out);   \
+  void axpy_rows_i8_x2(const float* const* w, const int8_t* const* v, const float* const* v_scale, \
+                       int64_t stride, int64_t count, int64_t n, float* const* y);                 \
+  float quantize_i8(const float* x, int64_t n, int8_t* v);                                         \
   void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const float* k,                \
                       int64_t stride, int64_t count, int64_t n, float scale, float* out,           \
                       int64_t out_stride);                                                         \

@@ -12,6 +12,7 @@
 //          Relative error about 3e-7.
 //   log1p: on [0, 1] via 2 atanh(s), s = y / (2 + y), series to s^17.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -377,6 +378,110 @@ struct VecOps {
   static void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count,
                              int64_t n, float* y) {
     axpy_rows_of(w, v, stride, count, n, y);
+  }
+
+  // Rows of int8 with a scale each (ops.h): the scores as exact integer dot products against q
+  // rounded to 16 bits, kI16 products per vector instruction pair; the weighted sum widening each
+  // row to f32, y kept in registers a tile of 8 W columns at a time. NV heads over their own
+  // blocks of rows (the same count) are read side by side: NV streams from memory at once.
+  // ops::quantize_i8: the same divisions and roundings (to nearest, ties to even) as the
+  // reference, W values at a time.
+  static float quantize_i8(const float* x, int64_t n, int8_t* v) {
+    F m = V::zero();
+    int64_t i = 0;
+    for (; i + W <= n; i += W) m = V::max(m, V::abs(V::load(x + i)));
+    float mx = V::hmax(m);
+    for (; i < n; ++i) mx = std::max(mx, std::fabs(x[i]));
+    if (!(mx > 0.0f)) {
+      std::fill(v, v + n, int8_t{0});
+      return 0.0f;
+    }
+    const float s = mx / 127.0f;
+    const F sv = V::set1(s), hi = V::set1(127.0f), lo = V::set1(-127.0f);
+    for (i = 0; i + W <= n; i += W)
+      V::store_i8(v + i, V::min(hi, V::max(lo, V::round(V::div(V::load(x + i), sv)))));
+    for (; i < n; ++i)
+      v[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] / s), -127.0f, 127.0f));
+    return s;
+  }
+  static float round_q16(const float* q, int64_t n, int16_t* q16) {
+    float m = 0.0f;
+    for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(q[i]));
+    const float sq = m > 0.0f ? m / 32767.0f : 0.0f;
+    for (int64_t i = 0; i < n; ++i)
+      q16[i] =
+          sq > 0.0f
+              ? static_cast<int16_t>(std::clamp(std::nearbyint(q[i] / sq), -32767.0f, 32767.0f))
+              : int16_t{0};
+    return sq;
+  }
+  template <int NV>
+  static void dot_rows_i8_n(const float* const* q, const int8_t* const* k, const float* const* ks,
+                            int64_t stride, int64_t count, int64_t n, float scale,
+                            float* const* out) {
+    alignas(64) int16_t q16[NV][512];
+    float c[NV];
+    for (int a = 0; a < NV; ++a) c[a] = round_q16(q[a], n, q16[a]) * scale;
+    constexpr int64_t L = V::kI16;
+    const int64_t nv = n / L * L;
+    for (int64_t j = 0; j < count; ++j)
+      for (int a = 0; a < NV; ++a) {
+        const int8_t* r = k[a] + j * stride;
+        if (j + kRowsAhead < count)
+          for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kRowsAhead * stride + b);
+        typename V::I a0 = V::izero(), a1 = V::izero();
+        int64_t i = 0;
+        for (; i + 2 * L <= nv; i += 2 * L) {
+          a0 = V::madd_i16(a0, V::widen_i8_i16(r + i), V::load_i16(q16[a] + i));
+          a1 = V::madd_i16(a1, V::widen_i8_i16(r + i + L), V::load_i16(q16[a] + i + L));
+        }
+        if (i < nv) a0 = V::madd_i16(a0, V::widen_i8_i16(r + i), V::load_i16(q16[a] + i));
+        int32_t sum = V::hsum_i32(V::add_i32(a0, a1));
+        for (i = nv; i < n; ++i) sum += int32_t{q16[a][i]} * r[i];
+        out[a][j] = static_cast<float>(sum) * (ks[a][j] * c[a]);
+      }
+  }
+  template <int U, int NV>
+  static void axpy_rows_i8_tile(const float* const* w, const int8_t* const* v,
+                                const float* const* vs, int64_t stride, int64_t count, int64_t c0,
+                                float* const* y) {
+    F acc[NV][U];
+    for (int a = 0; a < NV; ++a)
+      for (int u = 0; u < U; ++u) acc[a][u] = V::load(y[a] + c0 + u * W);
+    for (int64_t j = 0; j < count; ++j)
+      for (int a = 0; a < NV; ++a) {
+        const int8_t* r = v[a] + j * stride + c0;
+        if (j + kRowsAhead < count)
+          for (int b = 0; b < U * W; b += 64) __builtin_prefetch(r + kRowsAhead * stride + b);
+        const F cv = V::set1(w[a][j] * vs[a][j]);
+        for (int u = 0; u < U; ++u) acc[a][u] = V::fmadd(cv, V::load_i8(r + u * W), acc[a][u]);
+      }
+    for (int a = 0; a < NV; ++a)
+      for (int u = 0; u < U; ++u) V::store(y[a] + c0 + u * W, acc[a][u]);
+  }
+  template <int NV>
+  static void axpy_rows_i8_n(const float* const* w, const int8_t* const* v, const float* const* vs,
+                             int64_t stride, int64_t count, int64_t n, float* const* y) {
+    constexpr int kU = NV == 1 || W == 16 ? 8 : 4;  // NV * kU accumulators fit the registers
+    int64_t c0 = 0;
+    for (; c0 + kU * W <= n; c0 += kU * W)
+      axpy_rows_i8_tile<kU, NV>(w, v, vs, stride, count, c0, y);
+    for (; c0 + W <= n; c0 += W) axpy_rows_i8_tile<1, NV>(w, v, vs, stride, count, c0, y);
+    if (c0 == n) return;
+    for (int a = 0; a < NV; ++a)
+      for (int64_t j = 0; j < count; ++j) {
+        const float cv = w[a][j] * vs[a][j];
+        for (int64_t i = c0; i < n; ++i)
+          y[a][i] = std::fma(cv, static_cast<float>(v[a][j * stride + i]), y[a][i]);
+      }
+  }
+  static void dot_rows_i8(const float* q, const int8_t* k, const float* ks, int64_t stride,
+                          int64_t count, int64_t n, float scale, float* out) {
+    dot_rows_i8_n<1>(&q, &k, &ks, stride, count, n, scale, &out);
+  }
+  static void axpy_rows_i8(const float* w, const int8_t* v, const float* vs, int64_t stride,
+                           int64_t count, int64_t n, float* y) {
+    axpy_rows_i8_n<1>(&w, &v, &vs, stride, count, n, &y);
   }
 
   // dot_rows and axpy_rows for several heads over the same rows (multi-query attention): the

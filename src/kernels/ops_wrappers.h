@@ -58,6 +58,25 @@ void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t c
                     float* y) {
   K::axpy_rows_bf16(w, v, stride, count, n, y);
 }
+void dot_rows_i8(const float* q, const int8_t* k, const float* k_scale, int64_t stride,
+                 int64_t count, int64_t n, float scale, float* out) {
+  K::dot_rows_i8(q, k, k_scale, stride, count, n, scale, out);
+}
+void axpy_rows_i8(const float* w, const int8_t* v, const float* v_scale, int64_t stride,
+                  int64_t count, int64_t n, float* y) {
+  K::axpy_rows_i8(w, v, v_scale, stride, count, n, y);
+}
+void dot_rows_i8_x2(const float* const* q, const int8_t* const* k, const float* const* k_scale,
+                    int64_t stride, int64_t count, int64_t n, float scale, float* const* out) {
+  K::dot_rows_i8_n<2>(q, k, k_scale, stride, count, n, scale, out);
+}
+void axpy_rows_i8_x2(const float* const* w, const int8_t* const* v, const float* const* v_scale,
+                     int64_t stride, int64_t count, int64_t n, float* const* y) {
+  K::axpy_rows_i8_n<2>(w, v, v_scale, stride, count, n, y);
+}
+float quantize_i8(const float* x, int64_t n, int8_t* v) {
+  return K::quantize_i8(x, n, v);
+}
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,
                       int64_t T, int64_t C, int64_t K_) {
   if (K_ > K::kMaxTaps) return ref::conv1d_depthwise(hist, x, w, b, y, T, C, K_);

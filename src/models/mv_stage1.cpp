@@ -7,14 +7,18 @@
 // head h / (n_head / n_local_heads). RMSNorm is x * rsqrt(mean(x^2) + eps) * w.
 //
 // The state (MvKvState, rows = 2) keeps the keys and values of every position of both rows:
-// f32 for an f32/f16 model, bf16 for bf16 and quantized ones (what the attention reads per step
-// halves; a bf16 GEMM model keeps bf16 keys and values too).
+// f32 for an f32/f16 model, bf16 for a bf16 one (what the attention reads per step halves), and
+// int8 rows with a scale per head and position for a model of quantized blocks (a little over a
+// quarter: at the positions of a long utterance the cache, more than the weights, is what a
+// step reads). CACHET_MV_KV (f32, bf16 or i8) chooses another.
 // A forward of T tokens per row runs the 2T rows through each linear layer as one matrix
 // product, so the weights are read once for both rows.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string>
 
 #include "cachet/arena.h"
 #include "cachet/error.h"
@@ -30,6 +34,21 @@ namespace cachet {
 namespace {
 constexpr char kArch[] = "metavoice_stage1";
 constexpr int64_t kMaxTokens = 128;  // tokens per row and pass: bounds scratch memory
+
+// The cache's element type for weights of type wt and heads of hd values.
+DType kv_type_for(DType wt, int64_t hd) {
+  if (const char* e = std::getenv("CACHET_MV_KV"); e && *e) {
+    const std::string v(e);
+    if (v == "f32") return DType::F32;
+    if (v == "bf16") return DType::BF16;
+    if (v == "i8" && hd <= 512) return DType::I8;
+    fail("CACHET_MV_KV='", v, "': expected f32, bf16 or i8 (i8 with heads of at most 512 values; ",
+         "this model's have ", hd, ")");
+  }
+  if (wt == DType::F32 || wt == DType::F16) return DType::F32;
+  if (wt == DType::BF16 || hd > 512) return DType::BF16;
+  return DType::I8;
+}
 }  // namespace
 
 using models::Linear;
@@ -115,7 +134,7 @@ struct MvStage1::Impl {
     lay->kv_dim = kv_dim();
     lay->kv_heads = a.n_local_heads;
     const DType wt = layers.empty() ? DType::F32 : layers[0].wqkv.w.type;
-    lay->kv_type = wt == DType::F32 || wt == DType::F16 ? DType::F32 : DType::BF16;
+    lay->kv_type = kv_type_for(wt, a.head_dim());
     lay->max_positions = a.block_size;
     models::set_kv_run(*lay);
     layout = std::move(lay);
@@ -188,6 +207,17 @@ struct MvStage1::Impl {
                    const float* q, float scale, float* sc, float* o) const {
     const int64_t hd = a.head_dim(), kh = h / (a.n_head / a.n_local_heads), nk = p + 1;
     const bool bf16 = st.layout->kv_type == DType::BF16;
+    if (st.layout->kv_type == DType::I8) {
+      st.for_runs<int8_t>(l, 0, b, kh, nk, [&](int64_t j, const int8_t* k, int64_t n) {
+        ops::dot_rows_i8(q, k, st.scales(l, 0, b, kh, j), hd, n, hd, scale, sc + j);
+      });
+      ops::softmax(sc, nk);
+      std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
+      st.for_runs<int8_t>(l, 1, b, kh, nk, [&](int64_t j, const int8_t* v, int64_t n) {
+        ops::axpy_rows_i8(sc + j, v, st.scales(l, 1, b, kh, j), hd, n, hd, o);
+      });
+      return;
+    }
     if (bf16) {
       st.for_runs<uint16_t>(l, 0, b, kh, nk, [&](int64_t j, const uint16_t* k, int64_t n) {
         ops::dot_rows_bf16(q, k, hd, n, hd, scale, sc + j);
@@ -211,8 +241,8 @@ struct MvStage1::Impl {
       });
   }
 
-  // attend_head for query heads h and h + 1 of a bf16 cache, their keys and then their values
-  // read side by side; q and o hold the two heads one after the other.
+  // attend_head for query heads h and h + 1 of a bf16 or I8 cache, their keys and then their
+  // values read side by side; q and o hold the two heads one after the other.
   void attend_two_heads(const models::MvKvState& st, int64_t l, int64_t b, int64_t h, int64_t p,
                         const float* q, float scale, float* sc0, float* sc1, float* o) const {
     const int64_t hd = a.head_dim(), group = a.n_head / a.n_local_heads, nk = p + 1;
@@ -220,6 +250,27 @@ struct MvStage1::Impl {
     const float* qs[2] = {q, q + hd};
     float* os[2] = {o, o + hd};
     // Both heads' rows fall into the same runs.
+    if (st.layout->kv_type == DType::I8) {
+      auto both = [&](int kind, auto&& fn) {
+        st.for_runs<int8_t>(l, kind, b, kh0, nk, [&](int64_t j, const int8_t* r0, int64_t n) {
+          const int8_t* rs[2] = {r0, st.rows<int8_t>(l, kind, b, kh1, j)};
+          const float* ss[2] = {st.scales(l, kind, b, kh0, j), st.scales(l, kind, b, kh1, j)};
+          fn(j, rs, ss, n);
+        });
+      };
+      both(0, [&](int64_t j, const int8_t* const* ks, const float* const* ss, int64_t n) {
+        float* scs[2] = {sc0 + j, sc1 + j};
+        ops::dot_rows_i8_x2(qs, ks, ss, hd, n, hd, scale, scs);
+      });
+      ops::softmax(sc0, nk);
+      ops::softmax(sc1, nk);
+      std::memset(o, 0, static_cast<size_t>(2 * hd) * sizeof(float));
+      both(1, [&](int64_t j, const int8_t* const* vs, const float* const* ss, int64_t n) {
+        const float* ws[2] = {sc0 + j, sc1 + j};
+        ops::axpy_rows_i8_x2(ws, vs, ss, hd, n, hd, os);
+      });
+      return;
+    }
     auto both = [&](int kind, auto&& fn) {
       st.for_runs<uint16_t>(l, kind, b, kh0, nk, [&](int64_t j, const uint16_t* r0, int64_t n) {
         fn(j, r0, st.rows<uint16_t>(l, kind, b, kh1, j), n);
@@ -326,7 +377,7 @@ struct MvStage1::Impl {
         attend_two_heads(st, l, r / n, h, pos0 + r % n, qkv + r * qkv_dim() + h * hd, scale, sc,
                          sc + max_keys, att + r * qd + h * hd);
       };
-      if (st.layout->kv_type == DType::BF16 && H % 2 == 0)
+      if ((st.layout->kv_type == DType::BF16 || st.layout->kv_type == DType::I8) && H % 2 == 0)
         tp.for_chunks_with_thread(N * H / 2, std::cref(attend_pair));
       else
         tp.for_chunks_with_thread(N * H, std::cref(attend));

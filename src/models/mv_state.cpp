@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cachet/error.h"
+#include "cachet/ops.h"
 #include "cachet/quant.h"
 #include "cachet/state_file.h"
 #include "cachet/tensor.h"
@@ -18,7 +19,8 @@ constexpr size_t kRunTarget = size_t{2} << 20;  // bytes of a layer's keys (or v
 }  // namespace
 
 void set_kv_run(MvKvLayout& lay) {
-  const size_t per_position = static_cast<size_t>(lay.rows * lay.kv_dim) * lay.elem_bytes();
+  const size_t per_position =
+      static_cast<size_t>(lay.rows * lay.kv_heads) * (lay.row_bytes() + lay.scale_bytes());
   int64_t run = static_cast<int64_t>(kRunTarget / std::max<size_t>(per_position, 1));
   if (const char* v = std::getenv("CACHET_KV_RUN"); v && *v) {
     char* end = nullptr;
@@ -31,8 +33,9 @@ void set_kv_run(MvKvLayout& lay) {
 }
 
 MvKvState::MvKvState(std::shared_ptr<const MvKvLayout> lay) : layout(std::move(lay)) {
-  CACHET_CHECK(layout->kv_type == DType::F32 || layout->kv_type == DType::BF16,
-               "metavoice: KV cache type must be F32 or BF16");
+  CACHET_CHECK(layout->kv_type == DType::F32 || layout->kv_type == DType::BF16 ||
+                   layout->kv_type == DType::I8,
+               "metavoice: KV cache type must be F32, BF16 or I8");
   CACHET_CHECK(layout->kv_heads > 0 && layout->kv_dim % layout->kv_heads == 0, "metavoice: kv_dim ",
                layout->kv_dim, " is not a multiple of ", layout->kv_heads, " heads");
   CACHET_CHECK(layout->run > 0, "metavoice: KV cache layout without a run length");
@@ -52,11 +55,15 @@ void MvKvState::copy_positions(const MvKvState& o, int64_t n) {
   std::memcpy(kv_.get(), o.kv_.get(), static_cast<size_t>(whole) * run_bytes());
   const int64_t rest = n - whole * layout->run;
   if (rest == 0) return;
-  const size_t head = head_bytes(layout->run), used = head_bytes(rest);
+  const size_t block = block_bytes(), used = head_bytes(rest), rows = head_bytes(layout->run),
+               scales = static_cast<size_t>(rest) * layout->scale_bytes();
   uint8_t* dst = static_cast<uint8_t*>(kv_.get()) + static_cast<size_t>(whole) * run_bytes();
   const uint8_t* src =
       static_cast<const uint8_t*>(o.kv_.get()) + static_cast<size_t>(whole) * run_bytes();
-  for (int64_t b = 0; b < blocks(); ++b) std::memcpy(dst + b * head, src + b * head, used);
+  for (int64_t b = 0; b < blocks(); ++b) {
+    std::memcpy(dst + b * block, src + b * block, used);
+    if (scales) std::memcpy(dst + b * block + rows, src + b * block + rows, scales);
+  }
 }
 
 void MvKvState::reset() {
@@ -68,7 +75,8 @@ void MvKvState::reset() {
 
 size_t MvKvState::bytes() const {
   // What the positions in use take.
-  return sizeof(*this) + static_cast<size_t>(blocks()) * head_bytes(pos);
+  return sizeof(*this) + static_cast<size_t>(blocks()) * static_cast<size_t>(pos) *
+                             (layout->row_bytes() + layout->scale_bytes());
 }
 
 size_t MvKvState::cache_bytes() const {
@@ -108,6 +116,7 @@ void MvKvState::prefetch_put(int64_t layer, int64_t p, int64_t row) const {
     for (int64_t h = 0; h < layout->kv_heads; ++h) {
       const uint8_t* r = at(layer, kind, row, h, p);
       for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(r + b);
+      if (layout->scale_bytes()) __builtin_prefetch(scale_at(layer, kind, row, h, p));
     }
 }
 
@@ -118,14 +127,23 @@ void MvKvState::put(int64_t layer, int64_t p, int64_t row, const float* k, const
 void MvKvState::put_heads(int64_t layer, int64_t p, int64_t row, int64_t h0, int64_t h1,
                           const float* k, const float* v) {
   const int64_t hd = layout->head_dim();
-  for (int64_t h = h0; h < h1; ++h) {
-    quantize_row(layout->kv_type, k + h * hd, at(layer, 0, row, h, p), hd);  // F32: a copy
-    quantize_row(layout->kv_type, v + h * hd, at(layer, 1, row, h, p), hd);  // BF16: rounded
-  }
+  for (int64_t h = h0; h < h1; ++h)
+    for (int kind = 0; kind < 2; ++kind) {
+      const float* x = (kind == 0 ? k : v) + h * hd;
+      if (layout->kv_type == DType::I8) {
+        const float s =
+            ops::quantize_i8(x, hd, reinterpret_cast<int8_t*>(at(layer, kind, row, h, p)));
+        std::memcpy(scale_at(layer, kind, row, h, p), &s, sizeof s);
+      } else {
+        quantize_row(layout->kv_type, x, at(layer, kind, row, h, p),
+                     hd);  // F32: a copy; BF16: rounded
+      }
+    }
 }
 
 // Sections: "position", "text_ended", the layout sizes (checked on load) and per layer
-// "k.N" / "v.N" ([rows][kv_heads][position][head_dim] in the cache's type, F32 or BF16).
+// "k.N" / "v.N" ([rows][kv_heads][position][head_dim] in the cache's type, F32, BF16 or I8), and
+// for I8 "ks.N" / "vs.N" (the rows' F32 scales, [rows][kv_heads][position]).
 void MvKvState::save(const std::string& path) const {
   StateWriter w(layout->arch, layout->fingerprint);
   w.add_i64("position", pos);
@@ -134,18 +152,23 @@ void MvKvState::save(const std::string& path) const {
   w.add_i64("rows", layout->rows);
   w.add_i64("kv_dim", layout->kv_dim);
   w.add_i64("kv_heads", layout->kv_heads);
-  const size_t used = head_bytes(pos);
-  std::vector<uint8_t> packed(static_cast<size_t>(layout->rows * layout->kv_heads) * used);
+  const size_t heads = static_cast<size_t>(layout->rows * layout->kv_heads);
+  std::vector<uint8_t> packed;
   for (int64_t l = 0; l < layout->layers; ++l)
-    for (int kind = 0; kind < 2; ++kind) {
-      uint8_t* out = packed.data();
-      for_section(*this, l, kind, [&](const uint8_t* rows, size_t b) {
-        std::memcpy(out, rows, b);
-        out += b;
-      });
-      w.add_section((kind == 0 ? "k." : "v.") + std::to_string(l), packed.data(), packed.size(),
-                    layout->kv_type);
-    }
+    for (int kind = 0; kind < 2; ++kind)
+      for (bool scales : {false, true}) {
+        if (scales && !layout->scale_bytes()) continue;
+        packed.resize(heads * static_cast<size_t>(pos) *
+                      (scales ? layout->scale_bytes() : layout->row_bytes()));
+        uint8_t* out = packed.data();
+        for_section(*this, l, kind, scales, [&](const uint8_t* rows, size_t b) {
+          std::memcpy(out, rows, b);
+          out += b;
+        });
+        w.add_section(
+            std::string(kind == 0 ? "k" : "v") + (scales ? "s." : ".") + std::to_string(l),
+            packed.data(), packed.size(), scales ? DType::F32 : layout->kv_type);
+      }
   w.write(path);
 }
 
@@ -170,21 +193,26 @@ std::unique_ptr<MvKvState> MvKvState::load(std::shared_ptr<const MvKvLayout> lay
   auto st = std::make_unique<MvKvState>(lay);
   st->reserve_positions(pos);
   st->pos = pos;
-  const size_t used = st->head_bytes(pos);
+  const size_t heads = static_cast<size_t>(lay->rows * lay->kv_heads);
   for (int64_t l = 0; l < lay->layers; ++l)
-    for (int kind = 0; kind < 2; ++kind) {
-      const std::string name = (kind == 0 ? "k." : "v.") + std::to_string(l);
-      if (r.section_dtype(name) != lay->kv_type)
-        fail(path, ": state section '", name, "' holds ", dtype_name(r.section_dtype(name)),
-             ", this model's cache is ", dtype_name(lay->kv_type));
-      const auto data =
-          r.section_exact(name, static_cast<size_t>(lay->rows * lay->kv_heads) * used);
-      const uint8_t* in = data.data();
-      for_section(*st, l, kind, [&](uint8_t* rows, size_t b) {
-        std::memcpy(rows, in, b);
-        in += b;
-      });
-    }
+    for (int kind = 0; kind < 2; ++kind)
+      for (bool scales : {false, true}) {
+        if (scales && !lay->scale_bytes()) continue;
+        const std::string name =
+            std::string(kind == 0 ? "k" : "v") + (scales ? "s." : ".") + std::to_string(l);
+        const DType want = scales ? DType::F32 : lay->kv_type;
+        if (r.section_dtype(name) != want)
+          fail(path, ": state section '", name, "' holds ", dtype_name(r.section_dtype(name)),
+               ", this model's cache needs ", dtype_name(want));
+        const auto data =
+            r.section_exact(name, heads * static_cast<size_t>(pos) *
+                                      (scales ? lay->scale_bytes() : lay->row_bytes()));
+        const uint8_t* in = data.data();
+        for_section(*st, l, kind, scales, [&](uint8_t* rows, size_t b) {
+          std::memcpy(rows, in, b);
+          in += b;
+        });
+      }
   st->text_ended = te == 1;
   return st;
 }

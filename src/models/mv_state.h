@@ -1,16 +1,18 @@
 // The KV-cache state shared by the MetaVoice GPT stages: per layer, the keys and values of every
 // position consumed so far for `rows` sequences that advance together (the two guidance rows
-// of stage 1; one sequence for stage 2). The elements are f32, or bf16 (half the bytes to read
-// per step) when the model's matrices are not full precision.
+// of stage 1; one sequence for stage 2). The elements are f32, bf16 (half the bytes to read
+// per step), or int8 with an f32 scale per row of a head (I8: a little over a quarter), as the
+// model chooses.
 //
 // Positions go in runs of layout.run (about 2 MiB of one layer's keys, or values, for every row
 // and head: 256 positions of stage 1). Within a run, each (layer, row, head) has its rows
-// contiguous, so attending a head streams its cache in long pieces; a run of every layer is one
-// contiguous region. The whole cache is one reservation of address space, made at the first
-// use for every position (reserved_pages), so it never moves; the next run's region is given
-// memory a piece a step (back_pages) while the positions fill the current one, in 2 MiB pages
-// where the regions fill them. (docs/architecture.md, "Attention caches": what the earlier
-// layouts, a cache grown by copying and whole-head blocks, cost per step.)
+// contiguous (then, in an I8 cache, the rows' scales), so attending a head streams its cache in
+// long pieces; a run of every layer is one contiguous region. The whole cache is one reservation of
+// address space, made at the first use for every position (reserved_pages), so it never moves; the
+// next run's region is given memory a piece a step (back_pages) while the positions fill the
+// current one, in 2 MiB pages where the regions fill them. (docs/architecture.md, "Attention
+// caches": what the earlier layouts, a cache grown by copying and whole-head blocks, cost per
+// step.)
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -29,12 +31,18 @@ struct MvKvLayout {
   uint64_t fingerprint = 0;
   int64_t layers = 0, rows = 0, kv_dim = 0;
   int64_t kv_heads = 1;        // kv_dim = kv_heads * head_dim
-  DType kv_type = DType::F32;  // F32 or BF16
+  DType kv_type = DType::F32;  // F32, BF16 or I8 (rows of int8 with an f32 scale each)
   int64_t max_positions = 0;   // block_size
   int64_t run = 0;             // positions per run: set_kv_run
 
   int64_t head_dim() const { return kv_dim / kv_heads; }
-  size_t elem_bytes() const { return kv_type == DType::BF16 ? 2 : 4; }
+  // Bytes of one head's row (head_dim values) of keys or values, and of its scale.
+  size_t row_bytes() const {
+    return static_cast<size_t>(head_dim()) * (kv_type == DType::BF16 ? 2
+                                              : kv_type == DType::I8 ? 1
+                                                                     : 4);
+  }
+  size_t scale_bytes() const { return kv_type == DType::I8 ? sizeof(float) : 0; }
 };
 
 // Sets lay.run: the positions whose keys (or values) of every row and head fill 2 MiB, at most
@@ -62,7 +70,8 @@ class MvKvState final : public StateImpl {
   // use and gives memory to the runs up to n.
   void reserve_positions(int64_t n);
   // Stores the key and value rows ([kv_dim] f32 each, all heads) of sequence `row` at position p
-  // (p < the reserved count), rounded to bf16 in a bf16 cache.
+  // (p < the reserved count), rounded to bf16 in a bf16 cache, to int8 rows in an I8 one
+  // (ops::quantize_i8).
   void put(int64_t layer, int64_t p, int64_t row, const float* k, const float* v);
   // put for heads [h0, h1) only (k and v still hold every head): callers that split the heads
   // over threads.
@@ -73,7 +82,8 @@ class MvKvState final : public StateImpl {
   void prefetch_put(int64_t layer, int64_t p, int64_t row) const;
   // fn(j, rows, count) over the keys (kind 0) or values (kind 1) of head h of sequence `row` at
   // positions [0, n) (n <= the reserved count), in order, a run at a time: rows holds positions
-  // j .. j + count - 1, head_dim elements apart. T is float (an F32 cache) or uint16_t (bf16).
+  // j .. j + count - 1, head_dim elements apart. T is float (an F32 cache), uint16_t (bf16) or
+  // int8_t (I8; their scales: scales()).
   template <typename T, typename Fn>
   void for_runs(int64_t layer, int kind, int64_t row, int64_t h, int64_t n, Fn&& fn) const {
     for (int64_t j = 0; j < n; j += layout->run)
@@ -84,6 +94,10 @@ class MvKvState final : public StateImpl {
   const T* rows(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
     return reinterpret_cast<const T*>(at(layer, kind, row, h, p));
   }
+  // In an I8 cache, the scale of that row, and after it those of the rest of p's run.
+  const float* scales(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
+    return reinterpret_cast<const float*>(scale_at(layer, kind, row, h, p));
+  }
 
   std::shared_ptr<const MvKvLayout> layout;
   int64_t pos = 0;
@@ -91,41 +105,61 @@ class MvKvState final : public StateImpl {
 
  private:
   // The row of position p of head h of sequence `row`, kind 0 keys, 1 values (reserved only).
-  const uint8_t* at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
+  // The start of the block of head h of sequence `row` in p's run.
+  const uint8_t* block_at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
     const int64_t block = ((2 * layer + kind) * layout->rows + row) * layout->kv_heads + h;
     return static_cast<const uint8_t*>(kv_.get()) +
            static_cast<size_t>(p / layout->run) * run_bytes() +
-           static_cast<size_t>(block) * head_bytes(layout->run) + head_bytes(p % layout->run);
+           static_cast<size_t>(block) * block_bytes();
+  }
+  const uint8_t* at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
+    return block_at(layer, kind, row, h, p) + head_bytes(p % layout->run);
   }
   uint8_t* at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) {
     return const_cast<uint8_t*>(std::as_const(*this).at(layer, kind, row, h, p));
   }
-  // Bytes of n rows of one head.
-  size_t head_bytes(int64_t n) const {
-    return static_cast<size_t>(n * layout->head_dim()) * layout->elem_bytes();
+  const uint8_t* scale_at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
+    return block_at(layer, kind, row, h, p) + head_bytes(layout->run) +
+           static_cast<size_t>(p % layout->run) * layout->scale_bytes();
+  }
+  uint8_t* scale_at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) {
+    return const_cast<uint8_t*>(std::as_const(*this).scale_at(layer, kind, row, h, p));
+  }
+  // Bytes of n rows of one head (their scales apart).
+  size_t head_bytes(int64_t n) const { return static_cast<size_t>(n) * layout->row_bytes(); }
+  // Bytes of a head's block of a run: its rows, then their scales.
+  size_t block_bytes() const {
+    return static_cast<size_t>(layout->run) * (layout->row_bytes() + layout->scale_bytes());
   }
   // Head blocks of a run: layers, keys and values, rows, heads.
   int64_t blocks() const { return 2 * layout->layers * layout->rows * layout->kv_heads; }
   // Bytes of a run of every layer.
-  size_t run_bytes() const { return static_cast<size_t>(blocks()) * head_bytes(layout->run); }
+  size_t run_bytes() const { return static_cast<size_t>(blocks()) * block_bytes(); }
   int64_t runs_for(int64_t n) const { return (n + layout->run - 1) / layout->run; }
   // Bytes of the whole reservation: the runs of max_positions (throws if past size_t).
   size_t cache_bytes() const;
   // Copies positions [0, n) of every head from `o`'s cache into this one (reserved for n).
   void copy_positions(const MvKvState& o, int64_t n);
   // fn(rows, bytes) over the keys (kind 0) or values of a layer at positions [0, pos), in the
-  // order of a saved section ([rows][heads][position][head_dim]): a head's run at a time.
+  // order of a saved section ([rows][heads][position][head_dim]): a head's run at a time; with
+  // `scales`, over their scales instead ([rows][heads][position]).
   // Self: MvKvState (rows to write) or const MvKvState (rows to read).
   template <typename Self, typename Fn>
-  static void for_section(Self& self, int64_t layer, int kind, Fn&& fn) {
+  static void for_section(Self& self, int64_t layer, int kind, bool scales, Fn&& fn) {
     const MvKvLayout& lay = *self.layout;
     for (int64_t r = 0; r < lay.rows; ++r)
       for (int64_t h = 0; h < lay.kv_heads; ++h)
-        for (int64_t j = 0; j < self.pos; j += lay.run)
-          fn(self.at(layer, kind, r, h, j), self.head_bytes(std::min(lay.run, self.pos - j)));
+        for (int64_t j = 0; j < self.pos; j += lay.run) {
+          const int64_t n = std::min(lay.run, self.pos - j);
+          if (scales)
+            fn(self.scale_at(layer, kind, r, h, j), static_cast<size_t>(n) * lay.scale_bytes());
+          else
+            fn(self.at(layer, kind, r, h, j), self.head_bytes(n));
+        }
   }
 
-  // [runs][layers][keys, values][rows][heads][run][head_dim], or null until first used.
+  // [runs][layers][keys, values][rows][heads]([run][head_dim], then I8's [run] scales), or null
+  // until first used.
   std::shared_ptr<void> kv_;
   size_t backed_ = 0;  // bytes from the start given memory so far
 };

@@ -148,6 +148,14 @@ def rmsnorm_fast(x, w, eps):
     return out.type_as(x) * w
 
 
+
+def round_rows(t, top):
+    """Each last-axis row of t rounded to integers in [-top, top] times the scale max|row| / top
+    (rows of zeros stay zero)."""
+    sc = t.abs().amax(dim=-1, keepdim=True) / top
+    safe = torch.where(sc > 0, sc, torch.ones_like(sc))
+    return torch.where(sc > 0, torch.round(t / safe).clamp(-top, top) * sc, torch.zeros_like(t))
+
 class Stage1:
     """gpt-fast Transformer with a static KV cache, batch = the two guidance rows."""
 
@@ -171,10 +179,12 @@ class Stage1:
         `block` values (scale max|x| / 127), as Q8_0 (32) / Q8_K (256) do."""
         self.act_round = how
 
-    def round_kv(self, on):
-        """Keeps keys and values in bf16 and rounds the queries to bf16 for the scores, like an
-        engine with a bf16 KV cache whose score kernel multiplies bf16 pairs."""
-        self.kv_bf16 = on
+    def round_kv(self, how):
+        """Rounds keys and values like an engine's cache: None/False (exact); True or "bf16"
+        (bf16 keys and values, queries rounded to bf16 for the scores, like a score kernel that
+        multiplies bf16 pairs); "i8" (each head's row of keys or values to int8 with the scale
+        max|x| / 127, queries to 16 bits per head with max|q| / 32767, like integer scores)."""
+        self.kv_bf16 = "bf16" if how is True else (how or None)
 
     def _mm(self, x, name):
         how = self.act_round
@@ -216,8 +226,11 @@ class Stage1:
             q = q.view(bsz, S, H, hd).transpose(1, 2)
             k = k.view(bsz, S, KV, hd).transpose(1, 2)
             v = v.view(bsz, S, KV, hd).transpose(1, 2)
-            if self.kv_bf16:
+            if self.kv_bf16 == "bf16":
                 q, k, v = (t.to(torch.bfloat16).to(t.dtype) for t in (q, k, v))
+            elif self.kv_bf16 == "i8":
+                q = round_rows(q, 32767)
+                k, v = round_rows(k, 127), round_rows(v, 127)
             self.k_cache[i][:, :, input_pos] = k
             self.v_cache[i][:, :, input_pos] = v
             kk = self.k_cache[i].repeat_interleave(H // KV, dim=1)

@@ -228,9 +228,10 @@ TEST(MvGptStage1, ForkResetSaveLoad) {
   std::filesystem::remove(path);
 }
 
-TEST(MvGptStage1, QuantizedModelsCacheBf16ForkSaveLoad) {
-  // Models with quantized or bf16 matrices keep keys and values in bf16: half the bytes of an
-  // f32 model's cache, and forks and saved states continue exactly as the original.
+TEST(MvGptStage1, QuantizedModelsCacheInt8ForkSaveLoad) {
+  // Models with quantized matrices keep keys and values as int8 rows with a scale each (132
+  // bytes per 128 values against 512 in an f32 model's cache), and forks and saved states
+  // continue exactly as the original.
   MvStage1Args a = tiny1();
   a.block_size = 64;
   a.dim = 256;
@@ -246,8 +247,29 @@ TEST(MvGptStage1, QuantizedModelsCacheBf16ForkSaveLoad) {
   q->forward(sq, p, p, spk.data(), lg, false);
   const size_t kv_f32 = 2 * 2 * 48 * 2 * 128 * 4;  // layers, k/v, positions, rows, kv_dim, f32
   EXPECT_GE(sf.bytes(), kv_f32);
-  EXPECT_LT(sq.bytes(), sf.bytes() * 6 / 10);
-  EXPECT_GE(sq.bytes(), kv_f32 / 2);
+  EXPECT_LT(sq.bytes(), sf.bytes() * 3 / 10);
+  EXPECT_GE(sq.bytes(), sf.bytes() / 4);
+  {
+    // A bf16 model keeps bf16 keys and values (half), and CACHET_MV_KV chooses another type;
+    // a state saved from one cache type does not load into a model with another.
+    auto b = model1(a, 3, DType::BF16);
+    State sb = b->new_state();
+    b->forward(sb, p, p, spk.data(), lg, false);
+    EXPECT_GE(sb.bytes(), sf.bytes() / 2);
+    EXPECT_LT(sb.bytes(), sf.bytes() * 6 / 10);
+    setenv("CACHET_MV_KV", "bf16", 1);
+    auto qb = model1(a, 3, DType::Q8_0);
+    State sqb = qb->new_state();
+    qb->forward(sqb, p, p, spk.data(), lg, false);
+    EXPECT_EQ(sqb.bytes(), sb.bytes());
+    const std::string pb = temp_path("s1qb.state");
+    sqb.save(pb);
+    EXPECT_THROW(q->load_state(pb), Error);
+    std::filesystem::remove(pb);
+    setenv("CACHET_MV_KV", "q4", 1);
+    EXPECT_THROW(model1(a, 3, DType::Q8_0), Error);
+    unsetenv("CACHET_MV_KV");
+  }
 
   State fork = sq.fork();
   const std::string path = temp_path("s1q.state");
@@ -295,7 +317,8 @@ TEST(MvGptStage1, QuantizedModelsCacheBf16ForkSaveLoad) {
 // Runs of 3 positions and of 1 give the very logits of one run, fed at once or a step at a
 // time, after a fork and after a save and load in either direction (the run is not saved).
 TEST(MvGptStage1, CacheRunsDoNotChangeLogits) {
-  for (DType type : {DType::F32, DType::Q8_0}) {  // f32 cache, and bf16 (heads in pairs)
+  // f32, bf16 and int8 caches (the last two with heads in pairs)
+  for (DType type : {DType::F32, DType::BF16, DType::Q8_0}) {
     SCOPED_TRACE(dtype_name(type));
     auto whole = model1(tiny1(), 5, type);
     std::unique_ptr<MvStage1> three, one;
