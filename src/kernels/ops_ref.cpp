@@ -187,8 +187,8 @@ void dot_rows_i8(const float* q, const int8_t* k, const float* k_scale, int64_t 
   std::vector<int16_t> q16(static_cast<size_t>(n), 0);
   if (sq > 0.0f)
     for (int64_t i = 0; i < n; ++i)
-      q16[static_cast<size_t>(i)] =
-          static_cast<int16_t>(std::clamp(std::nearbyint(q[i] / sq), -32767.0f, 32767.0f));
+      q16[static_cast<size_t>(i)] = static_cast<int16_t>(
+          std::fmin(std::fmax(std::nearbyint(q[i] / sq), -32767.0f), 32767.0f));
   const float c = sq * scale;
   for (int64_t j = 0; j < count; ++j) {
     int64_t s = 0;
@@ -214,7 +214,7 @@ float quantize_i8(const float* x, int64_t n, int8_t* v) {
   }
   const float s = m / 127.0f;
   for (int64_t i = 0; i < n; ++i)
-    v[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] / s), -127.0f, 127.0f));
+    v[i] = static_cast<int8_t>(std::fmin(std::fmax(std::nearbyint(x[i] / s), -127.0f), 127.0f));
   return s;
 }
 void dot_rows_i8_x2(const float* const* q, const int8_t* const* k, const float* const* k_scale,

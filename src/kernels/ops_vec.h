@@ -399,9 +399,9 @@ struct VecOps {
     const float s = mx / 127.0f;
     const F sv = V::set1(s), hi = V::set1(127.0f), lo = V::set1(-127.0f);
     for (i = 0; i + W <= n; i += W)
-      V::store_i8(v + i, V::min(hi, V::max(lo, V::round(V::div(V::load(x + i), sv)))));
+      V::store_i8(v + i, V::min(V::max(V::round(V::div(V::load(x + i), sv)), lo), hi));
     for (; i < n; ++i)
-      v[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] / s), -127.0f, 127.0f));
+      v[i] = static_cast<int8_t>(std::fmin(std::fmax(std::nearbyint(x[i] / s), -127.0f), 127.0f));
     return s;
   }
   static float round_q16(const float* q, int64_t n, int16_t* q16) {
@@ -409,10 +409,9 @@ struct VecOps {
     for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(q[i]));
     const float sq = m > 0.0f ? m / 32767.0f : 0.0f;
     for (int64_t i = 0; i < n; ++i)
-      q16[i] =
-          sq > 0.0f
-              ? static_cast<int16_t>(std::clamp(std::nearbyint(q[i] / sq), -32767.0f, 32767.0f))
-              : int16_t{0};
+      q16[i] = sq > 0.0f ? static_cast<int16_t>(
+                               std::fmin(std::fmax(std::nearbyint(q[i] / sq), -32767.0f), 32767.0f))
+                         : int16_t{0};
     return sq;
   }
   template <int NV>
