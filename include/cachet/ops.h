@@ -36,13 +36,14 @@ void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, in
 void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t count, int64_t n,
                     float* y);
 // Attention over a cache of int8 rows, each with one f32 scale (row j holds k_scale[j] * k_j),
-// rows `stride` values apart, n <= 512:
+// rows `stride` values apart, n <= kMaxI8Row (the integer sums stay within int32):
 //   dot_rows_i8: out[j] = float(sum_i q16_i k_ji) * (k_scale[j] * (sq * scale)), with q rounded
 //     to 16 bits: sq = max|q| / 32767, q16 = nearbyint(q / sq) (0 for q = 0). The sums are exact
 //     integers, so every ISA gives the same outputs.
 //   axpy_rows_i8: y[i] += (w[j] * v_scale[j]) * v_ji for j = 0, 1, ... in order, each a fused
 //     multiply-add.
 // quantize_i8 writes such a row: scale = max|x| / 127, v = nearbyint(x / scale); returns scale.
+inline constexpr int64_t kMaxI8Row = 512;
 void dot_rows_i8(const float* q, const int8_t* k, const float* k_scale, int64_t stride,
                  int64_t count, int64_t n, float scale, float* out);
 void axpy_rows_i8(const float* w, const int8_t* v, const float* v_scale, int64_t stride,

@@ -75,7 +75,8 @@ void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t c
 }
 void dot_rows_i8(const float* q, const int8_t* k, const float* k_scale, int64_t stride,
                  int64_t count, int64_t n, float scale, float* out) {
-  CACHET_CHECK(n >= 0 && n <= 512, "dot_rows_i8: rows of ", n, " values (at most 512)");
+  CACHET_CHECK(n >= 0 && n <= kMaxI8Row, "dot_rows_i8: rows of ", n, " values (at most ", kMaxI8Row,
+               ")");
   CACHET_OPS_DISPATCH(dot_rows_i8, q, k, k_scale, stride, count, n, scale, out)
 }
 void axpy_rows_i8(const float* w, const int8_t* v, const float* v_scale, int64_t stride,
@@ -84,7 +85,8 @@ void axpy_rows_i8(const float* w, const int8_t* v, const float* v_scale, int64_t
 }
 void dot_rows_i8_x2(const float* const* q, const int8_t* const* k, const float* const* k_scale,
                     int64_t stride, int64_t count, int64_t n, float scale, float* const* out) {
-  CACHET_CHECK(n >= 0 && n <= 512, "dot_rows_i8_x2: rows of ", n, " values (at most 512)");
+  CACHET_CHECK(n >= 0 && n <= kMaxI8Row, "dot_rows_i8_x2: rows of ", n, " values (at most ",
+               kMaxI8Row, ")");
   CACHET_OPS_DISPATCH(dot_rows_i8_x2, q, k, k_scale, stride, count, n, scale, out)
 }
 void axpy_rows_i8_x2(const float* const* w, const int8_t* const* v, const float* const* v_scale,

@@ -380,10 +380,6 @@ struct VecOps {
     axpy_rows_of(w, v, stride, count, n, y);
   }
 
-  // Rows of int8 with a scale each (ops.h): the scores as exact integer dot products against q
-  // rounded to 16 bits, kI16 products per vector instruction pair; the weighted sum widening each
-  // row to f32, y kept in registers a tile of 8 W columns at a time. NV heads over their own
-  // blocks of rows (the same count) are read side by side: NV streams from memory at once.
   // ops::quantize_i8: the same divisions and roundings (to nearest, ties to even) as the
   // reference, W values at a time.
   static float quantize_i8(const float* x, int64_t n, int8_t* v) {
@@ -404,6 +400,10 @@ struct VecOps {
       v[i] = static_cast<int8_t>(std::fmin(std::fmax(std::nearbyint(x[i] / s), -127.0f), 127.0f));
     return s;
   }
+  // Rows of int8 with a scale each (ops.h): the scores as exact integer dot products against q
+  // rounded to 16 bits, kI16 products per vector instruction pair; the weighted sum widening each
+  // row to f32, y kept in registers a tile of 8 W columns at a time. NV heads over their own
+  // blocks of rows (the same count) are read side by side: NV streams from memory at once.
   static float round_q16(const float* q, int64_t n, int16_t* q16) {
     float m = 0.0f;
     for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(q[i]));
@@ -418,7 +418,7 @@ struct VecOps {
   static void dot_rows_i8_n(const float* const* q, const int8_t* const* k, const float* const* ks,
                             int64_t stride, int64_t count, int64_t n, float scale,
                             float* const* out) {
-    alignas(64) int16_t q16[NV][512];
+    alignas(64) int16_t q16[NV][kMaxI8Row];
     float c[NV];
     for (int a = 0; a < NV; ++a) c[a] = round_q16(q[a], n, q16[a]) * scale;
     constexpr int64_t L = V::kI16;

@@ -41,12 +41,12 @@ DType kv_type_for(DType wt, int64_t hd) {
     const std::string v(e);
     if (v == "f32") return DType::F32;
     if (v == "bf16") return DType::BF16;
-    if (v == "i8" && hd <= 512) return DType::I8;
-    fail("CACHET_MV_KV='", v, "': expected f32, bf16 or i8 (i8 with heads of at most 512 values; ",
-         "this model's have ", hd, ")");
+    if (v == "i8" && hd <= ops::kMaxI8Row) return DType::I8;
+    fail("CACHET_MV_KV='", v, "': expected f32, bf16 or i8 (i8 with heads of at most ",
+         ops::kMaxI8Row, " values; this model's have ", hd, ")");
   }
   if (wt == DType::F32 || wt == DType::F16) return DType::F32;
-  if (wt == DType::BF16 || hd > 512) return DType::BF16;
+  if (wt == DType::BF16 || hd > ops::kMaxI8Row) return DType::BF16;
   return DType::I8;
 }
 }  // namespace

@@ -19,8 +19,7 @@ constexpr size_t kRunTarget = size_t{2} << 20;  // bytes of a layer's keys (or v
 }  // namespace
 
 void set_kv_run(MvKvLayout& lay) {
-  const size_t per_position =
-      static_cast<size_t>(lay.rows * lay.kv_heads) * (lay.row_bytes() + lay.scale_bytes());
+  const size_t per_position = static_cast<size_t>(lay.rows * lay.kv_heads) * lay.entry_bytes();
   int64_t run = static_cast<int64_t>(kRunTarget / std::max<size_t>(per_position, 1));
   if (const char* v = std::getenv("CACHET_KV_RUN"); v && *v) {
     char* end = nullptr;
@@ -75,8 +74,8 @@ void MvKvState::reset() {
 
 size_t MvKvState::bytes() const {
   // What the positions in use take.
-  return sizeof(*this) + static_cast<size_t>(blocks()) * static_cast<size_t>(pos) *
-                             (layout->row_bytes() + layout->scale_bytes());
+  return sizeof(*this) +
+         static_cast<size_t>(blocks()) * static_cast<size_t>(pos) * layout->entry_bytes();
 }
 
 size_t MvKvState::cache_bytes() const {
@@ -134,9 +133,8 @@ void MvKvState::put_heads(int64_t layer, int64_t p, int64_t row, int64_t h0, int
         const float s =
             ops::quantize_i8(x, hd, reinterpret_cast<int8_t*>(at(layer, kind, row, h, p)));
         std::memcpy(scale_at(layer, kind, row, h, p), &s, sizeof s);
-      } else {
-        quantize_row(layout->kv_type, x, at(layer, kind, row, h, p),
-                     hd);  // F32: a copy; BF16: rounded
+      } else {  // F32: a copy; BF16: rounded
+        quantize_row(layout->kv_type, x, at(layer, kind, row, h, p), hd);
       }
     }
 }
@@ -152,23 +150,17 @@ void MvKvState::save(const std::string& path) const {
   w.add_i64("rows", layout->rows);
   w.add_i64("kv_dim", layout->kv_dim);
   w.add_i64("kv_heads", layout->kv_heads);
-  const size_t heads = static_cast<size_t>(layout->rows * layout->kv_heads);
   std::vector<uint8_t> packed;
-  for (int64_t l = 0; l < layout->layers; ++l)
-    for (int kind = 0; kind < 2; ++kind)
-      for (bool scales : {false, true}) {
-        if (scales && !layout->scale_bytes()) continue;
-        packed.resize(heads * static_cast<size_t>(pos) *
-                      (scales ? layout->scale_bytes() : layout->row_bytes()));
+  each_section(
+      *layout, pos, [&](int64_t l, int kind, bool scales, const std::string& name, size_t bytes) {
+        packed.resize(bytes);
         uint8_t* out = packed.data();
         for_section(*this, l, kind, scales, [&](const uint8_t* rows, size_t b) {
           std::memcpy(out, rows, b);
           out += b;
         });
-        w.add_section(
-            std::string(kind == 0 ? "k" : "v") + (scales ? "s." : ".") + std::to_string(l),
-            packed.data(), packed.size(), scales ? DType::F32 : layout->kv_type);
-      }
+        w.add_section(name, packed.data(), packed.size(), scales ? DType::F32 : layout->kv_type);
+      });
   w.write(path);
 }
 
@@ -193,26 +185,19 @@ std::unique_ptr<MvKvState> MvKvState::load(std::shared_ptr<const MvKvLayout> lay
   auto st = std::make_unique<MvKvState>(lay);
   st->reserve_positions(pos);
   st->pos = pos;
-  const size_t heads = static_cast<size_t>(lay->rows * lay->kv_heads);
-  for (int64_t l = 0; l < lay->layers; ++l)
-    for (int kind = 0; kind < 2; ++kind)
-      for (bool scales : {false, true}) {
-        if (scales && !lay->scale_bytes()) continue;
-        const std::string name =
-            std::string(kind == 0 ? "k" : "v") + (scales ? "s." : ".") + std::to_string(l);
+  each_section(
+      *lay, pos, [&](int64_t l, int kind, bool scales, const std::string& name, size_t bytes) {
         const DType want = scales ? DType::F32 : lay->kv_type;
         if (r.section_dtype(name) != want)
           fail(path, ": state section '", name, "' holds ", dtype_name(r.section_dtype(name)),
                ", this model's cache needs ", dtype_name(want));
-        const auto data =
-            r.section_exact(name, heads * static_cast<size_t>(pos) *
-                                      (scales ? lay->scale_bytes() : lay->row_bytes()));
+        const auto data = r.section_exact(name, bytes);
         const uint8_t* in = data.data();
         for_section(*st, l, kind, scales, [&](uint8_t* rows, size_t b) {
           std::memcpy(rows, in, b);
           in += b;
         });
-      }
+      });
   st->text_ended = te == 1;
   return st;
 }

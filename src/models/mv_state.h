@@ -43,6 +43,8 @@ struct MvKvLayout {
                                                                      : 4);
   }
   size_t scale_bytes() const { return kv_type == DType::I8 ? sizeof(float) : 0; }
+  // Bytes of one head's keys (or values) at one position: the row and its scale.
+  size_t entry_bytes() const { return row_bytes() + scale_bytes(); }
 };
 
 // Sets lay.run: the positions whose keys (or values) of every row and head fill 2 MiB, at most
@@ -104,7 +106,6 @@ class MvKvState final : public StateImpl {
   bool text_ended = false;  // stage 2, spk_emb_on_text == false: the end of text was seen
 
  private:
-  // The row of position p of head h of sequence `row`, kind 0 keys, 1 values (reserved only).
   // The start of the block of head h of sequence `row` in p's run.
   const uint8_t* block_at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
     const int64_t block = ((2 * layer + kind) * layout->rows + row) * layout->kv_heads + h;
@@ -112,12 +113,14 @@ class MvKvState final : public StateImpl {
            static_cast<size_t>(p / layout->run) * run_bytes() +
            static_cast<size_t>(block) * block_bytes();
   }
+  // The row of position p of head h of sequence `row`, kind 0 keys, 1 values (reserved only).
   const uint8_t* at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
     return block_at(layer, kind, row, h, p) + head_bytes(p % layout->run);
   }
   uint8_t* at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) {
     return const_cast<uint8_t*>(std::as_const(*this).at(layer, kind, row, h, p));
   }
+  // Its scale (I8 only).
   const uint8_t* scale_at(int64_t layer, int kind, int64_t row, int64_t h, int64_t p) const {
     return block_at(layer, kind, row, h, p) + head_bytes(layout->run) +
            static_cast<size_t>(p % layout->run) * layout->scale_bytes();
@@ -128,9 +131,7 @@ class MvKvState final : public StateImpl {
   // Bytes of n rows of one head (their scales apart).
   size_t head_bytes(int64_t n) const { return static_cast<size_t>(n) * layout->row_bytes(); }
   // Bytes of a head's block of a run: its rows, then their scales.
-  size_t block_bytes() const {
-    return static_cast<size_t>(layout->run) * (layout->row_bytes() + layout->scale_bytes());
-  }
+  size_t block_bytes() const { return static_cast<size_t>(layout->run) * layout->entry_bytes(); }
   // Head blocks of a run: layers, keys and values, rows, heads.
   int64_t blocks() const { return 2 * layout->layers * layout->rows * layout->kv_heads; }
   // Bytes of a run of every layer.
@@ -144,6 +145,20 @@ class MvKvState final : public StateImpl {
   // order of a saved section ([rows][heads][position][head_dim]): a head's run at a time; with
   // `scales`, over their scales instead ([rows][heads][position]).
   // Self: MvKvState (rows to write) or const MvKvState (rows to read).
+  // The saved sections, in order: fn(layer, kind, scales, name, bytes) for the rows ("k.N",
+  // "v.N") and, in an I8 cache, their scales ("ks.N", "vs.N"), with the bytes of n positions.
+  template <typename Fn>
+  static void each_section(const MvKvLayout& lay, int64_t n, Fn&& fn) {
+    const size_t heads = static_cast<size_t>(lay.rows * lay.kv_heads);
+    for (int64_t l = 0; l < lay.layers; ++l)
+      for (int kind = 0; kind < 2; ++kind)
+        for (bool scales : {false, true}) {
+          if (scales && !lay.scale_bytes()) continue;
+          fn(l, kind, scales,
+             std::string(kind == 0 ? "k" : "v") + (scales ? "s." : ".") + std::to_string(l),
+             heads * static_cast<size_t>(n) * (scales ? lay.scale_bytes() : lay.row_bytes()));
+        }
+  }
   template <typename Self, typename Fn>
   static void for_section(Self& self, int64_t layer, int kind, bool scales, Fn&& fn) {
     const MvKvLayout& lay = *self.layout;
