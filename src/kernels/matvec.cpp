@@ -3,11 +3,14 @@
 // The scalar reference dequantizes one row at a time (dequantize_row) and forms the dot product
 // with the exact f32 x, accumulating in double in index order. The SIMD kernels (AVX2, AVX-512)
 // quantize x once per call to 8-bit blocks for the quantized weight types and use integer dot
-// products with per-block f32 scales, like ggml. Rows are split over the pool in fixed chunks;
+// products with per-block f32 scales, like ggml. Rows are split over the pool (split_rows,
+// LaneShares);
 // each y[r] is computed by one thread with the same operations whatever the thread count.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "cachet/error.h"
@@ -90,10 +93,9 @@ void rows_scalar(const MatView& w, const float* x, float* y, int64_t r0, int64_t
 // threads claim one at a time. Chunks start at about kChunkBytes of weights and shrink as the
 // work left does (to a share of it per thread, down to a quarter of the first size), so the
 // threads finish close together: the last chunk one thread takes while the other has nothing
-// left is small. Chunks hold a multiple of `multiple` units (the groups an X16 kernel reads
-// side by side), so that no group of a chunk is left to be read alone.
+// left is small. (The X16 layouts split their products by LaneShares instead.)
 template <typename Fn>
-void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn, int64_t multiple = 1) {
+void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn) {
   const size_t bytes = static_cast<size_t>(w.rows) * w.row_stride;
   if (pool.size() == 1 || w.rows <= kRowGrain || bytes < kMinParallelBytes) {
     fn(int64_t{0}, w.rows);
@@ -103,15 +105,14 @@ void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn, int64_t multip
   const size_t unit_bytes = std::max<size_t>(1, static_cast<size_t>(kRowGrain) * w.row_stride);
   const int64_t per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / unit_bytes));
   const int64_t threads = static_cast<int64_t>(pool.size());
-  auto whole = [multiple](int64_t u) { return std::max(multiple, u / multiple * multiple); };
   // At least two chunks per thread, so a slow thread can hand work over.
-  const int64_t first = whole(std::min(per_chunk, std::max<int64_t>(1, units / (2 * threads))));
-  const int64_t least = whole((first + 3) / 4);
+  const int64_t first = std::min(per_chunk, std::max<int64_t>(1, units / (2 * threads)));
+  const int64_t least = (first + 3) / 4;
   thread_local std::vector<int64_t> starts;  // grow-only: no allocation once warm
   starts.clear();
   for (int64_t u = 0; u < units;) {
     starts.push_back(u);
-    u += std::clamp(whole((units - u) / (2 * threads)), least, first);
+    u += std::clamp((units - u) / (2 * threads), least, first);
   }
   starts.push_back(units);
   const int64_t* s = starts.data();
@@ -206,6 +207,112 @@ void prepare_x(kern::XKind kind, const float* x, int64_t n_rows, int64_t cols, X
   }
 }
 
+// The split of an X16 product over the pool (matvec_rows_x16). Each thread owns an equal,
+// contiguous share of the matrix's whole groups and reads it as lanes (as many as its stream
+// way reads groups side by side), front to back, a round of a few groups per lane at a time: a
+// lane is one stream from memory from its first group to its last. Each new stream costs the
+// time the prefetchers take to get going (several microseconds a product when the threads took
+// chunks from a common queue, as split_rows does). A thread done with its share takes rounds
+// from the back of another's, half of what is left at a time, and a share whose thread has
+// not started (a descheduled worker) is taken over whole. Each output is computed by the same
+// instructions whoever computes it.
+class LaneShares {
+ public:
+  // process(r0, lane_rows, count): the lanes of x16_lanes_avx512; rest(r0, r1): rows [r0, r1)
+  // any way (the groups left after the lanes, and the rows after the last whole group).
+  template <typename Lanes, typename Rest>
+  static void run(const MatView& w, ThreadPool& pool, int64_t lanes, const Lanes& process,
+                  const Rest& rest) {
+    const int64_t threads = pool.size();
+    const int64_t groups = w.rows / kRowGrain;
+    const size_t group_bytes = static_cast<size_t>(kRowGrain) * w.row_stride;
+    const int64_t round_groups =
+        std::max<int64_t>(1, static_cast<int64_t>(kRoundBytes / (group_bytes * lanes)));
+    // The caller's, grow-only: a product allocates nothing once warm
+    thread_local std::unique_ptr<Share[]> buf;
+    thread_local int64_t capacity = 0;
+    if (capacity < threads) {
+      buf = std::make_unique<Share[]>(static_cast<size_t>(threads));
+      capacity = threads;
+    }
+    Share* const shares = buf.get();
+    const int64_t n = threads;
+    for (int64_t t = 0; t < n; ++t) {
+      Share& s = shares[t];
+      s.owned.store(false, std::memory_order_relaxed);
+      const int64_t g0 = groups * t / n, g1 = groups * (t + 1) / n;
+      const int64_t per_lane = (g1 - g0) / lanes;
+      s.r0 = g0 * kRowGrain;
+      s.lane_rows = per_lane * kRowGrain;
+      s.round_groups = round_groups;
+      // The last whole round's worth of groups (or fewer) as rounds of one group each
+      s.big = per_lane > round_groups ? (per_lane - round_groups) / round_groups : 0;
+      s.rounds = s.big + (per_lane - s.big * round_groups);
+      s.rest0 = (g0 + lanes * per_lane) * kRowGrain;
+      s.rest1 = t + 1 == n ? w.rows : g1 * kRowGrain;
+      const int64_t items = s.rounds + (s.rest0 < s.rest1 ? 1 : 0);
+      s.span.store(static_cast<uint64_t>(items), std::memory_order_relaxed);
+    }
+    auto items = [&](const Share& s, int64_t i0, int64_t i1) {
+      const int64_t j1 = std::min(i1, s.rounds);
+      if (i0 < j1) {
+        const int64_t a = s.group_of(i0), b = s.group_of(j1);
+        process(s.r0 + a * kRowGrain, s.lane_rows, (b - a) * kRowGrain);
+      }
+      if (i1 > s.rounds) rest(s.rest0, s.rest1);
+    };
+    auto own = [&](Share& s) {
+      for (int64_t i0, i1; s.claim(false, &i0, &i1);) items(s, i0, i1);
+    };
+    auto job = [&](int64_t c, int) {
+      for (int64_t k = 0; k < n; ++k) {
+        Share& s = shares[(c + k) % n];
+        if (!s.owned.exchange(true, std::memory_order_relaxed)) {
+          own(s);
+        } else {
+          for (int64_t i0, i1; s.claim(true, &i0, &i1);) items(s, i0, i1);
+        }
+      }
+    };
+    pool.for_chunks_with_thread(n, std::cref(job));
+  }
+
+ private:
+  // Weight bytes per round over all lanes. A thread claims half of the rounds left in its
+  // share at a time (a claim is a locked instruction, which waits for the loads in flight:
+  // one per round cost 0.5 us each), and the last round's worth of groups is in rounds of one
+  // group each, so that the threads finish close together.
+  static constexpr size_t kRoundBytes = size_t{256} << 10;
+
+  struct Share {
+    int64_t r0 = 0, lane_rows = 0, round_groups = 0, big = 0, rounds = 0, rest0 = 0, rest1 = 0;
+    // The first group of a lane's round i (or, for i = rounds, its end)
+    int64_t group_of(int64_t i) const {
+      return i <= big ? i * round_groups : big * round_groups + (i - big);
+    }
+    // The items not yet claimed, [front, back), as front << 32 | back: rounds 0..rounds - 1,
+    // then the rest if there is one.
+    std::atomic<uint64_t> span{0};
+    std::atomic<bool> owned{false};
+
+    // Half of the items left (at least one), from the front (the owner) or the back.
+    bool claim(bool back_end, int64_t* i0, int64_t* i1) {
+      uint64_t cur = span.load(std::memory_order_relaxed);
+      for (;;) {
+        const uint64_t f = cur >> 32, b = cur & 0xFFFFFFFFu;
+        if (f >= b) return false;
+        const uint64_t k = std::max<uint64_t>(1, (b - f) / 2);
+        const uint64_t next = back_end ? (f << 32) | (b - k) : ((f + k) << 32) | b;
+        if (span.compare_exchange_weak(cur, next, std::memory_order_relaxed)) {
+          *i0 = static_cast<int64_t>(back_end ? b - k : f);
+          *i1 = *i0 + static_cast<int64_t>(k);
+          return true;
+        }
+      }
+    }
+  };
+};
+
 }  // namespace
 
 // matvec_rows for an X16 layout (MatLayout): its groups of 16 rows by the AVX-512 group kernel,
@@ -223,24 +330,31 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
   const kern::Kernel k = kern::avx512_kernel(w.type, path);  // rows after the last group
   prepare_x(k.xkind, x, n_rows, w.cols, xs);
   const kern::XPrep* preps = xs.preps.data();
-  const int64_t packed = w.rows / 16 * 16;  // split_rows cuts at multiples of kRowGrain (16)
+  const int64_t packed = w.rows / 16 * 16;  // shares cut at multiples of kRowGrain (16)
   const int nx = static_cast<int>(n_rows);
   const size_t bytes = static_cast<size_t>(w.rows) * w.row_stride;
   const kern::StreamPick pick = kern::pick_stream_way(w.layout, nx, bytes);
   const auto start =
       pick.measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  split_rows(
-      w, pool,
-      [&](int64_t b, int64_t e) {
-        const int64_t pe = std::min(e, packed);
-        if (b < pe) kern::x16_rows_avx512(w, preps, nx, y, w.rows, b, pe, pick.way, path);
-        const int64_t t0 = std::max(b, pe);
-        if (t0 >= e) return;
-        if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);
-        if (k.multi[n_rows - 2]) return k.multi[n_rows - 2](w, preps, y, w.rows, t0, e);
-        for (int64_t j = 0; j < n_rows; ++j) k.rows(w, preps[j], y + j * w.rows, t0, e);
-      },
-      kern::stream_way_groups(pick.way));
+  auto rest = [&](int64_t b, int64_t e) {
+    const int64_t pe = std::min(e, packed);
+    if (b < pe) kern::x16_rows_avx512(w, preps, nx, y, w.rows, b, pe, pick.way, path);
+    const int64_t t0 = std::max(b, pe);
+    if (t0 >= e) return;
+    if (n_rows == 1) return k.rows(w, preps[0], y, t0, e);
+    if (k.multi[n_rows - 2]) return k.multi[n_rows - 2](w, preps, y, w.rows, t0, e);
+    for (int64_t j = 0; j < n_rows; ++j) k.rows(w, preps[j], y + j * w.rows, t0, e);
+  };
+  if (pool.size() == 1 || w.rows <= kRowGrain || bytes < kMinParallelBytes) {
+    rest(0, w.rows);
+  } else {
+    LaneShares::run(
+        w, pool, kern::stream_way_groups(pick.way),
+        [&](int64_t r0, int64_t lane_rows, int64_t count) {
+          kern::x16_lanes_avx512(w, preps, nx, y, w.rows, r0, lane_rows, count, pick.way, path);
+        },
+        rest);
+  }
   if (pick.measure)
     kern::report_stream_time(
         w.layout, nx, pick.way, bytes,

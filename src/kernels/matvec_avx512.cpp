@@ -899,39 +899,42 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
     }
 }
 
-// Rows [r0, r1) (whole groups) as G parts read side by side, then the groups left.
+// G lanes of groups read side by side: at each step i (a multiple of 16, below count) the
+// groups at rows r0 + g * lane_rows + i for g < G. Each lane is one stream from memory, so a
+// caller that hands a lane's rows over in consecutive spans keeps that stream going.
 // Tile kernels (TileKernel) hold the tile configuration of NX rows for the call: the
 // activation rows' bf16 values lie one after another, w.cols apart (prepare_x).
 template <typename K, int NX, int G, int PF>
-void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
-                   int64_t r1) {
+[[gnu::noinline]] void x16_lanes_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy,
+                                    int64_t r0, int64_t lane_rows, int64_t count) {
+  if (count <= 0) return;
   const int64_t nb = w.cols / K::kChunkCols;
   const size_t group_bytes = w.row_stride * kX16Rows;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  auto group = [&](int64_t r) { return base + (r / kX16Rows) * group_bytes; };
-  auto run = [&]<int GG>(const uint8_t* const* gs, float* const* outs) {
-    if constexpr (TileKernel<K>)
-      K::template run<GG, PF>(gs, xs, w.cols * 2, nb, outs, ldy);
-    else
-      run_groups<K, GG, PF, NX>(gs, xs, nb, outs, ldy);
-  };
   if constexpr (TileKernel<K>) _tile_loadconfig(&kMvTileConfig[NX - 1]);
-  const int64_t part = (r1 - r0) / kX16Rows / G * kX16Rows;
-  for (int64_t i = 0; i < part; i += kX16Rows) {
+  for (int64_t i = 0; i < count; i += kX16Rows) {
     const uint8_t* gs[G];
     float* outs[G];
     for (int g = 0; g < G; ++g) {
-      gs[g] = group(r0 + g * part + i);
-      outs[g] = y + r0 + g * part + i;
+      const int64_t r = r0 + g * lane_rows + i;
+      gs[g] = base + (r / kX16Rows) * group_bytes;
+      outs[g] = y + r;
     }
-    run.template operator()<G>(gs, outs);
-  }
-  for (int64_t r = r0 + G * part; r < r1; r += kX16Rows) {
-    const uint8_t* g = group(r);
-    float* out = y + r;
-    run.template operator()<1>(&g, &out);
+    if constexpr (TileKernel<K>)
+      K::template run<G, PF>(gs, xs, w.cols * 2, nb, outs, ldy);
+    else
+      run_groups<K, G, PF, NX>(gs, xs, nb, outs, ldy);
   }
   if constexpr (TileKernel<K>) _tile_release();
+}
+
+// Rows [r0, r1) (whole groups) as G parts read side by side, then the groups left.
+template <typename K, int NX, int G, int PF>
+void x16_groups_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
+                   int64_t r1) {
+  const int64_t part = (r1 - r0) / kX16Rows / G * kX16Rows;
+  x16_lanes_of<K, NX, G, PF>(w, xs, y, ldy, r0, part, part);
+  x16_lanes_of<K, NX, 1, PF>(w, xs, y, ldy, r0 + G * part, 0, r1 - r0 - G * part);
 }
 
 // The way kernel K takes for NX activation rows when asked for `way`: two or four groups only
@@ -958,16 +961,25 @@ constexpr StreamWay effective_way(StreamWay way) {
   }
 }
 
+// Rows [r0, r1) the way asked for (lane_rows < 0), or the lanes of x16_lanes_of (r0,
+// lane_rows, count) with as many lanes as the way reads groups side by side.
 template <typename K, int NX>
 void x16_rows_nx(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0, int64_t r1,
-                 StreamWay way) {
+                 int64_t lane_rows, StreamWay way) {
   // G groups, PF times the kernel's prefetch distance; effective_way leaves only G the kernel
   // can read, so the fallback is not reached.
   auto go = [&]<int G, int PF>() {
-    if constexpr (K::template kMaxGroups<NX> >= G)
-      x16_groups_of<K, NX, G, PF>(w, xs, y, ldy, r0, r1);
-    else
+    if constexpr (K::template kMaxGroups<NX> >= G) {
+      if (lane_rows < 0)
+        x16_groups_of<K, NX, G, PF>(w, xs, y, ldy, r0, r1);
+      else
+        x16_lanes_of<K, NX, G, PF>(w, xs, y, ldy, r0, lane_rows, r1);
+    } else if (lane_rows < 0) {
       x16_groups_of<K, NX, 1, 0>(w, xs, y, ldy, r0, r1);
+    } else {
+      for (int g = 0; g < G; ++g)
+        x16_lanes_of<K, NX, 1, 0>(w, xs, y, ldy, r0 + g * lane_rows, 0, r1);
+    }
   };
   switch (effective_way<K, NX>(way)) {
     case StreamWay::One:
@@ -1082,7 +1094,15 @@ void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_
                      int64_t r1, StreamWay way, MatmulPath path) {
   with_x16_kernel(w.layout, path, [&]<typename K>() {
     if constexpr (!std::is_void_v<K>)
-      with_nx(nx, [&]<int NX>() { x16_rows_nx<K, NX>(w, xs, y, ldy, r0, r1, way); });
+      with_nx(nx, [&]<int NX>() { x16_rows_nx<K, NX>(w, xs, y, ldy, r0, r1, -1, way); });
+  });
+}
+
+void x16_lanes_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
+                      int64_t lane_rows, int64_t count, StreamWay way, MatmulPath path) {
+  with_x16_kernel(w.layout, path, [&]<typename K>() {
+    if constexpr (!std::is_void_v<K>)
+      with_nx(nx, [&]<int NX>() { x16_rows_nx<K, NX>(w, xs, y, ldy, r0, count, lane_rows, way); });
   });
 }
 

@@ -51,6 +51,11 @@ struct Kernel {
 // matrix_path() that chose the row kernel and so how xs was prepared.
 void x16_rows_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
                      int64_t r1, StreamWay way, MatmulPath path);
+// The same for stream_way_groups(way) lanes (`way` as x16_effective_way gives it): at each
+// step i (a multiple of 16, below count) the groups at rows r0 + g * lane_rows + i, lane g
+// being one stream from memory. The outputs are those of x16_rows_avx512.
+void x16_lanes_avx512(const MatView& w, const XPrep* xs, int nx, float* y, int64_t ldy, int64_t r0,
+                      int64_t lane_rows, int64_t count, StreamWay way, MatmulPath path);
 // The way x16_rows_avx512 takes for a layout and nx when asked for `way` (two groups become
 // one where the kernel's accumulators would not fit in registers), and the way a kernel uses
 // before any has been measured. Compiled as AVX-512 code: the same condition.

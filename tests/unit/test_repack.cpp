@@ -186,6 +186,40 @@ TEST(Repack, PackedResultsIndependentOfThreadCount) {
   }
 }
 
+// A product large enough that each thread's share is read in rounds of several groups, then
+// rounds of one, and threads that finish early take rounds from the back of another's share
+// (or a whole share, when its thread has not started: more threads than cores make that
+// happen). Whatever the thread count and however the rounds fall, every row is computed once
+// and equals the one-thread result bit for bit (the outputs start as NaN, so a row left out
+// shows). Every way, one to four activation rows.
+TEST(Repack, PackedSharesCoverEveryRowForAnyThreadCount) {
+  if (!avx512()) GTEST_SKIP() << "no AVX-512";
+  ThreadPool p1(1);
+  for (DType t : {DType::Q4_K, DType::BF16, DType::Q8_0}) {
+    SCOPED_TRACE(dtype_name(t));
+    const int64_t rows = 16 * 301 + 7, cols = 1024;
+    Mat m = make_mat(t, rows, cols, 71);
+    PackedMat p = pack_matrix(m.view, &p1);
+    ASSERT_NE(p.view.layout, MatLayout::Rows);
+    for (int64_t n : {1, 2, 4}) {
+      const auto x = random_x(n * cols, 72 + static_cast<uint32_t>(n));
+      std::vector<float> ref(static_cast<size_t>(n * rows));
+      matmul(p.view, x.data(), n, ref.data(), p1);
+      for (int threads : {2, 3, 4, 7}) {
+        ThreadPool pool(threads);
+        for (int w = 0; w < kStreamWays; ++w) {
+          set_stream_way(static_cast<StreamWay>(w));
+          std::vector<float> y(ref.size(), std::nanf(""));
+          matmul(p.view, x.data(), n, y.data(), pool);
+          EXPECT_EQ(y, ref) << threads << " threads, " << n << " activation rows, "
+                            << stream_way_name(static_cast<StreamWay>(w));
+        }
+      }
+    }
+  }
+  set_stream_way(std::nullopt);
+}
+
 // Prefill (matmul with many activation rows) dequantizes the packed rows to the same values.
 TEST(Repack, PackedMatmulEqualsRowMatmul) {
   if (!avx512()) GTEST_SKIP() << "no AVX-512";
