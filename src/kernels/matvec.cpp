@@ -4,8 +4,8 @@
 // with the exact f32 x, accumulating in double in index order. The SIMD kernels (AVX2, AVX-512)
 // quantize x once per call to 8-bit blocks for the quantized weight types and use integer dot
 // products with per-block f32 scales, like ggml. Rows are split over the pool (split_rows,
-// LaneShares);
-// each y[r] is computed by one thread with the same operations whatever the thread count.
+// LaneShares); each y[r] is computed by one thread with the same operations whatever the
+// thread count.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
