@@ -50,6 +50,29 @@ struct Avx2Vec {
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
     return _mm_cvtsi128_si32(s);
   }
+  // Lane j: the sum of the lanes of a[j], for W vectors (a transposing tree of adds).
+  static I hsum_rows_i32(const I* a) {
+    I t[4], u[2];
+    for (int i = 0; i < 4; ++i)
+      t[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(a[2 * i], a[2 * i + 1]),
+                              _mm256_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
+    // per 128 bits: rows (4i, 4i + 1, 4i + 2, 4i + 3), that half's sums
+    for (int i = 0; i < 2; ++i)
+      u[i] = _mm256_add_epi32(_mm256_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
+                              _mm256_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u[0], u[1], 0x20),
+                            _mm256_permute2x128_si256(u[0], u[1], 0x31));
+  }
+  static I load_i32(const int32_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  static F cvt_i32(I v) { return _mm256_cvtepi32_ps(v); }
+  // W floats holding integers in [-32767, 32767], stored as int16.
+  static void store_i16(int16_t* p, F v) {
+    const __m256i i = _mm256_cvtps_epi32(v);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1)));
+  }
   static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
   static __m256i tail(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

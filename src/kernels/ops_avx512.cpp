@@ -65,6 +65,29 @@ struct Avx512Vec {
   static I madd_i16(I acc, I a, I b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
   static I add_i32(I a, I b) { return _mm512_add_epi32(a, b); }
   static int32_t hsum_i32(I v) { return _mm512_reduce_add_epi32(v); }
+  // Lane j: the sum of the lanes of a[j], for W vectors (a transposing tree of adds).
+  static I hsum_rows_i32(const I* a) {
+    I t[8], u[4], v[2];
+    for (int i = 0; i < 8; ++i)
+      t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]),
+                              _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
+    // per 128 bits: rows (4i, 4i + 1, 4i + 2, 4i + 3), that quarter's sums
+    for (int i = 0; i < 4; ++i)
+      u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
+                              _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+    for (int i = 0; i < 2; ++i)
+      v[i] = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], 0x88),
+                              _mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], 0xDD));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(v[0], v[1], 0x88),
+                            _mm512_shuffle_i32x4(v[0], v[1], 0xDD));
+  }
+  static I load_i32(const int32_t* p) { return _mm512_loadu_si512(p); }
+  static F cvt_i32(I v) { return _mm512_cvtepi32_ps(v); }
+  // W floats holding integers in [-32767, 32767], stored as int16.
+  static void store_i16(int16_t* p, F v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(v)));
+  }
   static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static __mmask16 tail(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
   // The first n lanes from p, the rest 0 (lanes past n are not read).

@@ -278,6 +278,7 @@ struct VecOps {
   // cache row from the next, which the hardware prefetcher does not follow, so the rows
   // kRowsAhead on are asked for. Both give exactly what the loops of dot / axpy give.
   static constexpr int64_t kRowsAhead = 8;
+  static constexpr int64_t kI8RowsAhead = 24;
   static void prefetch_run(const float* p, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(p + i);
   }
@@ -404,16 +405,40 @@ struct VecOps {
   // rounded to 16 bits, kI16 products per vector instruction pair; the weighted sum widening each
   // row to f32, y kept in registers a tile of 8 W columns at a time. NV heads over their own
   // blocks of rows (the same count) are read side by side: NV streams from memory at once.
+  // ops.h's rounding of q to 16 bits: the same divisions and roundings as the reference.
   static float round_q16(const float* q, int64_t n, int16_t* q16) {
-    float m = 0.0f;
-    for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(q[i]));
-    const float sq = m > 0.0f ? m / 32767.0f : 0.0f;
-    for (int64_t i = 0; i < n; ++i)
-      q16[i] = sq > 0.0f ? static_cast<int16_t>(
-                               std::fmin(std::fmax(std::nearbyint(q[i] / sq), -32767.0f), 32767.0f))
-                         : int16_t{0};
+    F m = V::zero();
+    int64_t i = 0;
+    for (; i + W <= n; i += W) m = V::max(m, V::abs(V::load(q + i)));
+    float mx = V::hmax(m);
+    for (; i < n; ++i) mx = std::max(mx, std::fabs(q[i]));
+    const float sq = mx > 0.0f ? mx / 32767.0f : 0.0f;
+    if (!(sq > 0.0f)) {
+      std::fill(q16, q16 + n, int16_t{0});
+      return sq;
+    }
+    const F sv = V::set1(sq), hi = V::set1(32767.0f), lo = V::set1(-32767.0f);
+    for (i = 0; i + W <= n; i += W)
+      V::store_i16(q16 + i, V::min(V::max(V::round(V::div(V::load(q + i), sv)), lo), hi));
+    for (; i < n; ++i)
+      q16[i] = static_cast<int16_t>(
+          std::fmin(std::fmax(std::nearbyint(q[i] / sq), -32767.0f), 32767.0f));
     return sq;
   }
+  // One row's integer dot product with q16 over the first nv (a multiple of kI16) values.
+  static typename V::I dot_row_i16(const int8_t* r, const int16_t* q16, int64_t nv) {
+    constexpr int64_t L = V::kI16;
+    typename V::I a0 = V::izero(), a1 = V::izero();
+    int64_t i = 0;
+    for (; i + 2 * L <= nv; i += 2 * L) {
+      a0 = V::madd_i16(a0, V::widen_i8_i16(r + i), V::load_i16(q16 + i));
+      a1 = V::madd_i16(a1, V::widen_i8_i16(r + i + L), V::load_i16(q16 + i + L));
+    }
+    if (i < nv) a0 = V::madd_i16(a0, V::widen_i8_i16(r + i), V::load_i16(q16 + i));
+    return V::add_i32(a0, a1);
+  }
+  // The rows go W at a time: W rows' lane sums reduced together into one vector (integer sums:
+  // the same whatever the order), then scaled as the reference scales them, W at a time.
   template <int NV>
   static void dot_rows_i8_n(const float* const* q, const int8_t* const* k, const float* const* ks,
                             int64_t stride, int64_t count, int64_t n, float scale,
@@ -421,22 +446,32 @@ struct VecOps {
     alignas(64) int16_t q16[NV][kMaxI8Row];
     float c[NV];
     for (int a = 0; a < NV; ++a) c[a] = round_q16(q[a], n, q16[a]) * scale;
-    constexpr int64_t L = V::kI16;
-    const int64_t nv = n / L * L;
-    for (int64_t j = 0; j < count; ++j)
+    const int64_t nv = n / V::kI16 * V::kI16;
+    auto prefetch = [&](const int8_t* r, int64_t j) {
+      if (j + kI8RowsAhead < count)
+        for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kI8RowsAhead * stride + b);
+    };
+    int64_t j0 = 0;
+    for (; j0 + W <= count; j0 += W)
+      for (int a = 0; a < NV; ++a) {
+        typename V::I acc[W];
+        alignas(64) int32_t rest[W] = {};
+        for (int u = 0; u < W; ++u) {
+          const int8_t* r = k[a] + (j0 + u) * stride;
+          prefetch(r, j0 + u);
+          acc[u] = dot_row_i16(r, q16[a], nv);
+          for (int64_t i = nv; i < n; ++i) rest[u] += int32_t{q16[a][i]} * r[i];
+        }
+        typename V::I sum = V::hsum_rows_i32(acc);
+        if (nv < n) sum = V::add_i32(sum, V::load_i32(rest));
+        V::store(out[a] + j0, V::mul(V::cvt_i32(sum), V::mul(V::load(ks[a] + j0), V::set1(c[a]))));
+      }
+    for (int64_t j = j0; j < count; ++j)
       for (int a = 0; a < NV; ++a) {
         const int8_t* r = k[a] + j * stride;
-        if (j + kRowsAhead < count)
-          for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kRowsAhead * stride + b);
-        typename V::I a0 = V::izero(), a1 = V::izero();
-        int64_t i = 0;
-        for (; i + 2 * L <= nv; i += 2 * L) {
-          a0 = V::madd_i16(a0, V::widen_i8_i16(r + i), V::load_i16(q16[a] + i));
-          a1 = V::madd_i16(a1, V::widen_i8_i16(r + i + L), V::load_i16(q16[a] + i + L));
-        }
-        if (i < nv) a0 = V::madd_i16(a0, V::widen_i8_i16(r + i), V::load_i16(q16[a] + i));
-        int32_t sum = V::hsum_i32(V::add_i32(a0, a1));
-        for (i = nv; i < n; ++i) sum += int32_t{q16[a][i]} * r[i];
+        prefetch(r, j);
+        int32_t sum = V::hsum_i32(dot_row_i16(r, q16[a], nv));
+        for (int64_t i = nv; i < n; ++i) sum += int32_t{q16[a][i]} * r[i];
         out[a][j] = static_cast<float>(sum) * (ks[a][j] * c[a]);
       }
   }
