@@ -89,6 +89,13 @@ void rows_scalar(const MatView& w, const float* x, float* y, int64_t r0, int64_t
   }
 }
 
+// Whether a product of w runs on the calling thread alone: a pool of one, or too little work
+// to share.
+bool runs_alone(const MatView& w, const ThreadPool& pool) {
+  const size_t bytes = static_cast<size_t>(w.rows) * w.row_stride;
+  return pool.size() == 1 || w.rows <= kRowGrain || bytes < kMinParallelBytes;
+}
+
 // Runs fn(begin, end) over [0, rows) in chunks of whole kRowGrain units that the pool's running
 // threads claim one at a time. Chunks start at about kChunkBytes of weights and shrink as the
 // work left does (to a share of it per thread, down to a quarter of the first size), so the
@@ -96,8 +103,7 @@ void rows_scalar(const MatView& w, const float* x, float* y, int64_t r0, int64_t
 // left is small. (The X16 layouts split their products by LaneShares instead.)
 template <typename Fn>
 void split_rows(const MatView& w, ThreadPool& pool, const Fn& fn) {
-  const size_t bytes = static_cast<size_t>(w.rows) * w.row_stride;
-  if (pool.size() == 1 || w.rows <= kRowGrain || bytes < kMinParallelBytes) {
+  if (runs_alone(w, pool)) {
     fn(int64_t{0}, w.rows);
     return;
   }
@@ -345,7 +351,7 @@ static void matvec_rows_x16(Isa isa, const MatView& w, const float* x, int64_t n
     if (k.multi[n_rows - 2]) return k.multi[n_rows - 2](w, preps, y, w.rows, t0, e);
     for (int64_t j = 0; j < n_rows; ++j) k.rows(w, preps[j], y + j * w.rows, t0, e);
   };
-  if (pool.size() == 1 || w.rows <= kRowGrain || bytes < kMinParallelBytes) {
+  if (runs_alone(w, pool)) {
     rest(0, w.rows);
   } else {
     LaneShares::run(

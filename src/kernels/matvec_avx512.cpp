@@ -905,8 +905,8 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
 // Tile kernels (TileKernel) hold the tile configuration of NX rows for the call: the
 // activation rows' bf16 values lie one after another, w.cols apart (prepare_x).
 template <typename K, int NX, int G, int PF>
-[[gnu::noinline]] void x16_lanes_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy,
-                                    int64_t r0, int64_t lane_rows, int64_t count) {
+void x16_lanes_of(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64_t r0,
+                  int64_t lane_rows, int64_t count) {
   if (count <= 0) return;
   const int64_t nb = w.cols / K::kChunkCols;
   const size_t group_bytes = w.row_stride * kX16Rows;
