@@ -179,17 +179,28 @@ void axpy_rows_bf16(const float* w, const uint16_t* v, int64_t stride, int64_t c
     for (int64_t i = 0; i < n; ++i) y[i] += w[j] * bf16_to_f32(v[j * stride + i]);
 }
 
+namespace {
+// x rounded to integers in [-limit, limit] at scale max|x| / limit; where that scale would be
+// 0, returns 0 with every value 0 (ops.h: quantize_i8, and dot_rows_i8's query).
+template <typename T>
+float round_to_scale(const float* x, int64_t n, float limit, T* out) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
+  const float s = m > 0.0f ? m / limit : 0.0f;
+  if (!(s > 0.0f)) {
+    std::fill(out, out + n, T{0});
+    return 0.0f;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(std::fmin(std::fmax(std::nearbyint(x[i] / s), -limit), limit));
+  return s;
+}
+}  // namespace
+
 void dot_rows_i8(const float* q, const int8_t* k, const float* k_scale, int64_t stride,
                  int64_t count, int64_t n, float scale, float* out) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(q[i]));
-  const float sq = m > 0.0f ? m / 32767.0f : 0.0f;
-  std::vector<int16_t> q16(static_cast<size_t>(n), 0);
-  if (sq > 0.0f)
-    for (int64_t i = 0; i < n; ++i)
-      q16[static_cast<size_t>(i)] = static_cast<int16_t>(
-          std::fmin(std::fmax(std::nearbyint(q[i] / sq), -32767.0f), 32767.0f));
-  const float c = sq * scale;
+  std::vector<int16_t> q16(static_cast<size_t>(n));
+  const float c = round_to_scale(q, n, 32767.0f, q16.data()) * scale;
   for (int64_t j = 0; j < count; ++j) {
     int64_t s = 0;
     for (int64_t i = 0; i < n; ++i) s += int64_t{q16[static_cast<size_t>(i)]} * k[j * stride + i];
@@ -206,16 +217,7 @@ void axpy_rows_i8(const float* w, const int8_t* v, const float* v_scale, int64_t
 }
 
 float quantize_i8(const float* x, int64_t n, int8_t* v) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
-  if (!(m > 0.0f)) {
-    std::fill(v, v + n, int8_t{0});
-    return 0.0f;
-  }
-  const float s = m / 127.0f;
-  for (int64_t i = 0; i < n; ++i)
-    v[i] = static_cast<int8_t>(std::fmin(std::fmax(std::nearbyint(x[i] / s), -127.0f), 127.0f));
-  return s;
+  return round_to_scale(x, n, 127.0f, v);
 }
 void dot_rows_i8_x2(const float* const* q, const int8_t* const* k, const float* const* k_scale,
                     int64_t stride, int64_t count, int64_t n, float scale, float* const* out) {

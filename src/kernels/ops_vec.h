@@ -381,50 +381,42 @@ struct VecOps {
     axpy_rows_of(w, v, stride, count, n, y);
   }
 
-  // ops::quantize_i8: the same divisions and roundings (to nearest, ties to even) as the
-  // reference, W values at a time.
-  static float quantize_i8(const float* x, int64_t n, int8_t* v) {
+  // x rounded to integers in [-limit, limit] at scale max|x| / limit (T: int8_t for limit 127,
+  // int16_t for 32767): the same divisions and roundings (to nearest, ties to even) as the
+  // reference, W values at a time. Returns the scale; where that would be 0 (x all zero, or
+  // too small for a scale), returns 0 with every value 0.
+  template <typename T>
+  static float round_to_scale(const float* x, int64_t n, float limit, T* out) {
     F m = V::zero();
     int64_t i = 0;
     for (; i + W <= n; i += W) m = V::max(m, V::abs(V::load(x + i)));
     float mx = V::hmax(m);
     for (; i < n; ++i) mx = std::max(mx, std::fabs(x[i]));
-    if (!(mx > 0.0f)) {
-      std::fill(v, v + n, int8_t{0});
+    const float s = mx > 0.0f ? mx / limit : 0.0f;
+    if (!(s > 0.0f)) {
+      std::fill(out, out + n, T{0});
       return 0.0f;
     }
-    const float s = mx / 127.0f;
-    const F sv = V::set1(s), hi = V::set1(127.0f), lo = V::set1(-127.0f);
-    for (i = 0; i + W <= n; i += W)
-      V::store_i8(v + i, V::min(V::max(V::round(V::div(V::load(x + i), sv)), lo), hi));
+    const F sv = V::set1(s), hi = V::set1(limit), lo = V::set1(-limit);
+    for (i = 0; i + W <= n; i += W) {
+      const F r = V::min(V::max(V::round(V::div(V::load(x + i), sv)), lo), hi);
+      if constexpr (sizeof(T) == 1)
+        V::store_i8(out + i, r);
+      else
+        V::store_i16(out + i, r);
+    }
     for (; i < n; ++i)
-      v[i] = static_cast<int8_t>(std::fmin(std::fmax(std::nearbyint(x[i] / s), -127.0f), 127.0f));
+      out[i] = static_cast<T>(std::fmin(std::fmax(std::nearbyint(x[i] / s), -limit), limit));
     return s;
+  }
+  // ops::quantize_i8.
+  static float quantize_i8(const float* x, int64_t n, int8_t* v) {
+    return round_to_scale(x, n, 127.0f, v);
   }
   // Rows of int8 with a scale each (ops.h): the scores as exact integer dot products against q
   // rounded to 16 bits, kI16 products per vector instruction pair; the weighted sum widening each
   // row to f32, y kept in registers a tile of 8 W columns at a time. NV heads over their own
   // blocks of rows (the same count) are read side by side: NV streams from memory at once.
-  // ops.h's rounding of q to 16 bits: the same divisions and roundings as the reference.
-  static float round_q16(const float* q, int64_t n, int16_t* q16) {
-    F m = V::zero();
-    int64_t i = 0;
-    for (; i + W <= n; i += W) m = V::max(m, V::abs(V::load(q + i)));
-    float mx = V::hmax(m);
-    for (; i < n; ++i) mx = std::max(mx, std::fabs(q[i]));
-    const float sq = mx > 0.0f ? mx / 32767.0f : 0.0f;
-    if (!(sq > 0.0f)) {
-      std::fill(q16, q16 + n, int16_t{0});
-      return sq;
-    }
-    const F sv = V::set1(sq), hi = V::set1(32767.0f), lo = V::set1(-32767.0f);
-    for (i = 0; i + W <= n; i += W)
-      V::store_i16(q16 + i, V::min(V::max(V::round(V::div(V::load(q + i), sv)), lo), hi));
-    for (; i < n; ++i)
-      q16[i] = static_cast<int16_t>(
-          std::fmin(std::fmax(std::nearbyint(q[i] / sq), -32767.0f), 32767.0f));
-    return sq;
-  }
   // One row's integer dot product with q16 over the first nv (a multiple of kI16) values.
   static typename V::I dot_row_i16(const int8_t* r, const int16_t* q16, int64_t nv) {
     constexpr int64_t L = V::kI16;
@@ -445,7 +437,7 @@ struct VecOps {
                             float* const* out) {
     alignas(64) int16_t q16[NV][kMaxI8Row];
     float c[NV];
-    for (int a = 0; a < NV; ++a) c[a] = round_q16(q[a], n, q16[a]) * scale;
+    for (int a = 0; a < NV; ++a) c[a] = round_to_scale(q[a], n, 32767.0f, q16[a]) * scale;
     const int64_t nv = n / V::kI16 * V::kI16;
     auto prefetch = [&](const int8_t* r, int64_t j) {
       if (j + kI8RowsAhead < count)
