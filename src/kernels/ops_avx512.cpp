@@ -62,7 +62,9 @@ struct Avx512Vec {
   static I widen_i8_i16(const int8_t* p) {
     return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  static I madd_i16(I acc, I a, I b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
+  // acc + the pairs' sums of products: one vpdpwssd (VNNI: this path requires it), the same
+  // integers as vpmaddwd then vpaddd (the products fit: |a| <= 127, |b| <= 32767).
+  static I madd_i16(I acc, I a, I b) { return _mm512_dpwssd_epi32(acc, a, b); }
   static I add_i32(I a, I b) { return _mm512_add_epi32(a, b); }
   static int32_t hsum_i32(I v) { return _mm512_reduce_add_epi32(v); }
   // Lane j: the sum of the lanes of a[j], for W vectors (a transposing tree of adds).

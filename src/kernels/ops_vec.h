@@ -418,8 +418,11 @@ struct VecOps {
   // row to f32, y kept in registers a tile of 8 W columns at a time. NV heads over their own
   // blocks of rows (the same count) are read side by side: NV streams from memory at once.
   // One row's integer dot product with q16 over the first nv (a multiple of kI16) values.
+  // kNv > 0: nv is that compile-time count (a head size), and the loop is unrolled.
+  template <int64_t kNv = 0>
   static typename V::I dot_row_i16(const int8_t* r, const int16_t* q16, int64_t nv) {
     constexpr int64_t L = V::kI16;
+    if constexpr (kNv > 0) nv = kNv;
     typename V::I a0 = V::izero(), a1 = V::izero();
     int64_t i = 0;
     for (; i + 2 * L <= nv; i += 2 * L) {
@@ -430,19 +433,15 @@ struct VecOps {
     return V::add_i32(a0, a1);
   }
   // The rows go W at a time: W rows' lane sums reduced together into one vector (integer sums:
-  // the same whatever the order), then scaled as the reference scales them, W at a time.
-  template <int NV>
-  static void dot_rows_i8_n(const float* const* q, const int8_t* const* k, const float* const* ks,
-                            int64_t stride, int64_t count, int64_t n, float scale,
-                            float* const* out) {
-    alignas(64) int16_t q16[NV][kMaxI8Row];
-    float c[NV];
-    for (int a = 0; a < NV; ++a) c[a] = round_to_scale(q[a], n, 32767.0f, q16[a]) * scale;
+  // the same whatever the order), then scaled as the reference scales them, W at a time; up to
+  // the last whole W (returned). kN > 0: n == kN, known when compiled.
+  template <int NV, int64_t kN>
+  static int64_t dot_rows_i8_blocks(const int16_t (*q16)[kMaxI8Row], const float* c,
+                                    const int8_t* const* k, const float* const* ks, int64_t stride,
+                                    int64_t count, int64_t n, float* const* out) {
+    if constexpr (kN > 0) n = kN;
+    constexpr int64_t kNv = kN / V::kI16 * V::kI16;
     const int64_t nv = n / V::kI16 * V::kI16;
-    auto prefetch = [&](const int8_t* r, int64_t j) {
-      if (j + kI8RowsAhead < count)
-        for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kI8RowsAhead * stride + b);
-    };
     int64_t j0 = 0;
     for (; j0 + W <= count; j0 += W)
       for (int a = 0; a < NV; ++a) {
@@ -450,14 +449,41 @@ struct VecOps {
         alignas(64) int32_t rest[W] = {};
         for (int u = 0; u < W; ++u) {
           const int8_t* r = k[a] + (j0 + u) * stride;
-          prefetch(r, j0 + u);
-          acc[u] = dot_row_i16(r, q16[a], nv);
-          for (int64_t i = nv; i < n; ++i) rest[u] += int32_t{q16[a][i]} * r[i];
+          if (j0 + u + kI8RowsAhead < count)
+            for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kI8RowsAhead * stride + b);
+          acc[u] = dot_row_i16<kNv>(r, q16[a], nv);
+          if constexpr (kN == 0 || kNv < kN)
+            for (int64_t i = nv; i < n; ++i) rest[u] += int32_t{q16[a][i]} * r[i];
         }
         typename V::I sum = V::hsum_rows_i32(acc);
         if (nv < n) sum = V::add_i32(sum, V::load_i32(rest));
         V::store(out[a] + j0, V::mul(V::cvt_i32(sum), V::mul(V::load(ks[a] + j0), V::set1(c[a]))));
       }
+    return j0;
+  }
+  // ops::dot_rows_i8 for NV heads side by side: whole blocks of W rows, then the rest one at a
+  // time.
+  template <int NV>
+  static void dot_rows_i8_n(const float* const* q, const int8_t* const* k, const float* const* ks,
+                            int64_t stride, int64_t count, int64_t n, float scale,
+                            float* const* out) {
+    alignas(64) int16_t q16[NV][kMaxI8Row];
+    float c[NV];
+    for (int a = 0; a < NV; ++a) c[a] = round_to_scale(q[a], n, 32767.0f, q16[a]) * scale;
+    // Head sizes of the models here (128, 256) with the row loop unrolled; any other size as
+    // it comes. The same integers either way.
+    int64_t j0;
+    if (n == 128)
+      j0 = dot_rows_i8_blocks<NV, 128>(q16, c, k, ks, stride, count, n, out);
+    else if (n == 256)
+      j0 = dot_rows_i8_blocks<NV, 256>(q16, c, k, ks, stride, count, n, out);
+    else
+      j0 = dot_rows_i8_blocks<NV, 0>(q16, c, k, ks, stride, count, n, out);
+    const int64_t nv = n / V::kI16 * V::kI16;
+    auto prefetch = [&](const int8_t* r, int64_t j) {
+      if (j + kI8RowsAhead < count)
+        for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kI8RowsAhead * stride + b);
+    };
     for (int64_t j = j0; j < count; ++j)
       for (int a = 0; a < NV; ++a) {
         const int8_t* r = k[a] + j * stride;
