@@ -278,14 +278,17 @@ def main():
         step = [re.fullmatch(rf"stage1 step: {num} steps/s \(([0-9]+)% of roofline, {num} steps/s "
                              rf"at {num} GB/s\)", l) for l in out.splitlines()]
         check(sum(m is not None for m in step) == 1, f"bench -m: stage1 step line: {out}")
-        spread = [re.fullmatch(rf"stage1 step time: median {num} ms, slowest {num} ms "
-                               rf"\(position ([0-9]+)\)", l) for l in out.splitlines()]
+        spread = [re.fullmatch(rf"stage1 step time: median {num} ms \(([0-9]+)% of roofline\), "
+                               rf"slowest {num} ms \(position ([0-9]+)\)", l)
+                  for l in out.splitlines()]
         state = [re.fullmatch(rf"state: {num} MiB after ([0-9]+) positions", l)
                  for l in out.splitlines()]
         spread = [m for m in spread if m]
         state = [m for m in state if m]
         if check(len(spread) == 1 and len(state) == 1, f"bench -m: step time / state lines: {out}"):
-            med, slow, pos = float(spread[0][1]), float(spread[0][2]), int(spread[0][3])
+            med, slow, pos = float(spread[0][1]), float(spread[0][3]), int(spread[0][4])
+            share = int(spread[0][2])
+            check(share > 0, f"bench -m: median step at {share}% of roofline")
             end = int(state[0][2])
             check(med <= slow, f"bench -m: median {med} above slowest {slow}")
             # 7 timed steps (the first of the 8 is not timed) end at the final position
