@@ -437,6 +437,19 @@ struct VecOps {
     if (i < nv) a0 = V::madd_i16(a0, V::widen_i8_i16(r + i), V::load_i16(q16 + i));
     return V::add_i32(a0, a1);
   }
+  // For row r, the j-th of count in an int8 block: prefetch_i8_row asks for the row
+  // kI8RowsAhead after it; dot_row_rest sums its products with q16 past the first nv values
+  // (what dot_row_i16 leaves).
+  static void prefetch_i8_row(const int8_t* r, int64_t j, int64_t count, int64_t stride,
+                              int64_t n) {
+    if (j + kI8RowsAhead < count)
+      for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kI8RowsAhead * stride + b);
+  }
+  static int32_t dot_row_rest(const int8_t* r, const int16_t* q16, int64_t nv, int64_t n) {
+    int32_t sum = 0;
+    for (int64_t i = nv; i < n; ++i) sum += int32_t{q16[i]} * r[i];
+    return sum;
+  }
   // The rows go W at a time: W rows' lane sums reduced together into one vector (integer sums:
   // the same whatever the order), then scaled as the reference scales them, W at a time; up to
   // the last whole W (returned). kN > 0: n == kN, known when compiled.
@@ -454,11 +467,9 @@ struct VecOps {
         alignas(64) int32_t rest[W] = {};
         for (int u = 0; u < W; ++u) {
           const int8_t* r = k[a] + (j0 + u) * stride;
-          if (j0 + u + kI8RowsAhead < count)
-            for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kI8RowsAhead * stride + b);
+          prefetch_i8_row(r, j0 + u, count, stride, n);
           acc[u] = dot_row_i16<kNv>(r, q16[a], nv);
-          if constexpr (kN == 0 || kNv < kN)
-            for (int64_t i = nv; i < n; ++i) rest[u] += int32_t{q16[a][i]} * r[i];
+          if constexpr (kN == 0 || kNv < kN) rest[u] = dot_row_rest(r, q16[a], nv, n);
         }
         typename V::I sum = V::hsum_rows_i32(acc);
         if (nv < n) sum = V::add_i32(sum, V::load_i32(rest));
@@ -485,16 +496,12 @@ struct VecOps {
     else
       j0 = dot_rows_i8_blocks<NV, 0>(q16, c, k, ks, stride, count, n, out);
     const int64_t nv = n / V::kI16 * V::kI16;
-    auto prefetch = [&](const int8_t* r, int64_t j) {
-      if (j + kI8RowsAhead < count)
-        for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kI8RowsAhead * stride + b);
-    };
     for (int64_t j = j0; j < count; ++j)
       for (int a = 0; a < NV; ++a) {
         const int8_t* r = k[a] + j * stride;
-        prefetch(r, j);
-        int32_t sum = V::hsum_i32(dot_row_i16(r, q16[a], nv));
-        for (int64_t i = nv; i < n; ++i) sum += int32_t{q16[a][i]} * r[i];
+        prefetch_i8_row(r, j, count, stride, n);
+        const int32_t sum =
+            V::hsum_i32(dot_row_i16(r, q16[a], nv)) + dot_row_rest(r, q16[a], nv, n);
         out[a][j] = static_cast<float>(sum) * (ks[a][j] * c[a]);
       }
   }
