@@ -32,12 +32,16 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// The probes' lines, then `LABEL: R UNIT (P% of roofline, ROOF UNIT at B GB/s)`: the roofline
-// is the higher probe over the weight bytes read per token or step.
+// The roofline: the higher probe over the weight bytes read per token or step.
+double roofline_of(const Probes& p, uint64_t weight_bytes) {
+  return p.best() * 1e9 / static_cast<double>(weight_bytes);
+}
+
+// The probes' lines, then `LABEL: R UNIT (P% of roofline, ROOF UNIT at B GB/s)`.
 void print_roofline_share(const Probes& p, const std::string& label, double rate, const char* unit,
                           uint64_t weight_bytes) {
   print_probes(p, "the next figure");
-  const double roofline = p.best() * 1e9 / static_cast<double>(weight_bytes);
+  const double roofline = roofline_of(p, weight_bytes);
   std::printf("%s: %.1f %s (%.0f%% of roofline, %.1f %s at %.1f GB/s)\n", label.c_str(), rate, unit,
               100.0 * rate / roofline, roofline, unit, p.best());
   std::fflush(stdout);
@@ -249,11 +253,10 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
   std::vector<double> sorted = ms;
   std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
   const double median_ms = sorted[sorted.size() / 2];
-  const double step_roofline = probes.best() * 1e9 / static_cast<double>(info.weight_bytes);
   std::printf(
       "stage1 step time: median %.1f ms (%.0f%% of roofline), slowest %.1f ms (position "
       "%lld)\n",
-      median_ms, 100.0 * 1e3 / median_ms / step_roofline, ms[slowest],
+      median_ms, 100.0 * 1e3 / median_ms / roofline_of(probes, info.weight_bytes), ms[slowest],
       static_cast<long long>(first_pos + static_cast<int64_t>(slowest)));
   print_stream_ways(2);
   std::printf("peak RSS: %.2f GiB\n", peak_rss_gib());
