@@ -54,7 +54,10 @@ struct MatView {
 // activation rows) measures its ways on its first large products, keeps the fastest and measures
 // again now and then. The outputs are the same whatever the way.
 // The far ways prefetch three times as far ahead as the others: on one host 2 KiB ahead was
-// best, on another 6 KiB (docs/architecture.md, "Streams from memory").
+// best, on another 6 KiB (docs/architecture.md, "Streams from memory"). The joined way reads
+// each 64-byte line of weights as two 256-bit loads joined in a register, where the kernel
+// has that choice (Q4_K, Q5_K; the others as TwoPrefetch): an instruction more per line, but
+// on some hosts a stream read by 256-bit loads flows faster.
 enum class StreamWay : uint8_t {
   One,
   OnePrefetch,
@@ -62,13 +65,14 @@ enum class StreamWay : uint8_t {
   TwoPrefetch,
   Four,
   OnePrefetchFar,
-  TwoPrefetchFar
+  TwoPrefetchFar,
+  TwoPrefetchJoined
 };
-constexpr int kStreamWays = 7;
+constexpr int kStreamWays = 8;
 std::string_view stream_way_name(StreamWay way);  // "1 group", "1 group + prefetch", ...
 // Every later product uses `way` (where its kernel can: see x16 kernels), or, with nullopt,
 // measures as described above. The environment can set it too: CACHET_STREAM=1, 1p, 2, 2p, 4,
-// 1f, 2f or auto (the default).
+// 1f, 2f, 2j or auto (the default).
 void set_stream_way(std::optional<StreamWay> way);
 // The way products of this layout with nx activation rows take now, and whether it was chosen
 // by measurement (false: the kernel's default, or a way set by set_stream_way / CACHET_STREAM).

@@ -47,7 +47,12 @@ inline void prefetch_ahead(const void* p, int64_t n) {
 // The kernels' PF parameter multiplies their prefetch distance: 0 (no software prefetching),
 // kNear (the distance each kernel gives) or kFar (three times it: StreamWay::OnePrefetchFar
 // and TwoPrefetchFar, for hosts whose cores each stream faster or wait longer for memory).
-constexpr int kNear = 1, kFar = 3;
+// Kernels with JoinedLoads also take kNear | kJoined (StreamWay::TwoPrefetchJoined): the same
+// distance, each line of weights read as two 256-bit loads joined.
+constexpr int kNear = 1, kFar = 3, kJoined = 16;
+constexpr int prefetch_distance(int pf) {
+  return pf & (kJoined - 1);
+}
 
 template <int64_t N>
 [[gnu::always_inline]] inline void prefetch_lines(const uint8_t* p) {
@@ -63,6 +68,17 @@ template <int64_t N>
 [[gnu::always_inline]] inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int32_t* p) {
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*p));
   return acc;
+}
+
+// The 64 bytes at p, by one 512-bit load, or (kJoin) by two 256-bit loads joined: one more
+// instruction, but a stream read by 256-bit loads kept more lines coming on one host
+// (bench_stream_overlap, Loads/add256 against add512: 31.9-32.6 against 27.5-27.9 GB/s).
+template <bool kJoin>
+[[gnu::always_inline]] inline __m512i load_line(const uint8_t* p) {
+  if constexpr (kJoin)
+    return load2x256(p, p + 32);
+  else
+    return loadu512(p);
 }
 
 // *p in every lane, in a register: GCC would otherwise fold the load into each use.
@@ -414,6 +430,7 @@ struct KQ45K_X16 {
   template <int NX>
   static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
   static constexpr int64_t kPrefetchBytes = 2048;
+  static constexpr bool kJoinedLoads = true;
   // Groups read side by side share the activation quadruples: G groups load each quadruple
   // once into a register (vpbroadcastd) where one group alone folds it into its dot product.
   // A Zen 5 core issues two loads a cycle, of any width, and with one group the broadcasts are
@@ -435,6 +452,8 @@ struct KQ45K_X16 {
   [[gnu::always_inline]] static inline void chunks(const uint8_t* const* cs, int64_t i,
                                                    const XPrep* xs, __m512 (*acc0)[kAcc][NX]) {
     constexpr bool kEachSubBlock = kFive || (G > 1 && NX > 1);
+    constexpr int kDist = prefetch_distance(PF);
+    constexpr bool kJoin = (PF & kJoined) != 0;
     const __m512i m6w = _mm512_set1_epi16(0x3F);
     const __m512i mhi = _mm512_set1_epi32(0x003C003C), low_words = _mm512_set1_epi32(0xFFFF);
     __m512i iacc[G][NX], imin[G][NX];
@@ -449,8 +468,8 @@ struct KQ45K_X16 {
       __m512i sc[G];
       for (int g = 0; g < G; ++g) {
         const uint8_t* c = cs[g];
-        if constexpr (PF)  // a quarter of a chunk's lines (Q4_K 36, Q5_K 44) per sub-block pair
-          prefetch_lines<kChunkBytes / 4>(c + kPrefetchBytes * PF + kChunkBytes / 4 * k);
+        if constexpr (kDist)  // a quarter of a chunk's lines (Q4_K 36, Q5_K 44) per sub-block pair
+          prefetch_lines<kChunkBytes / 4>(c + kPrefetchBytes * kDist + kChunkBytes / 4 * k);
         // A bytes as words: lane r = (byte of sub-block 2k, byte of 2k + 1) of row r
         const __m512i a = _mm512_cvtepu8_epi16(loadu256(c + 64 + 32 * k));
         const __m512i b = _mm512_cvtepu8_epi32(loadu128(c + 192 + 16 * k));
@@ -474,8 +493,8 @@ struct KQ45K_X16 {
           // instruction each, and two independent chains of dot products
           __m512i lo[4], hi[4];
           for (int t = 0; t < 4; ++t)
-            split_nibbles<kFive>(loadu512(q + 64 * t), cs[0] + kX16Chunk + 64 * s + 16 * t, lo[t],
-                                 hi[t]);
+            split_nibbles<kFive>(load_line<kJoin>(q + 64 * t), cs[0] + kX16Chunk + 64 * s + 16 * t,
+                                 lo[t], hi[t]);
           for (int j = 0; j < NX; ++j) {
             const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
             for (int t = 0; t < 4; ++t) {
@@ -493,7 +512,7 @@ struct KQ45K_X16 {
             }
             for (int g = 0; g < G; ++g) {
               __m512i lo, hi;
-              split_nibbles<kFive>(loadu512(cs[g] + 256 + 256 * s + 64 * t),
+              split_nibbles<kFive>(load_line<kJoin>(cs[g] + 256 + 256 * s + 64 * t),
                                    cs[g] + kX16Chunk + 64 * s + 16 * t, lo, hi);
               for (int j = 0; j < NX; ++j) {
                 dlo[h][g][j] = _mm512_dpbusd_epi32(dlo[h][g][j], lo, xlo[j]);
@@ -847,6 +866,11 @@ template <typename K>
 concept SpreadPrefetch = requires {
   K::kPrefetchBytes;
 };
+// A kernel that can read its weights' lines as joined 256-bit loads (kJoined in PF).
+template <typename K>
+concept JoinedLoads = requires {
+  K::kJoinedLoads;
+};
 
 // An interleaved kernel K gives kChunkCols and kChunkBytes (one chunk of a group of 16 rows),
 // kAcc accumulators per activation row, kMaxGroups<NX> (groups it can read side by side: its
@@ -948,6 +972,8 @@ constexpr StreamWay effective_way(StreamWay way) {
     if (way == StreamWay::TwoPrefetchFar) way = StreamWay::TwoPrefetch;
   }
   if (way == StreamWay::Four && g < 4) way = StreamWay::Two;
+  if (way == StreamWay::TwoPrefetchJoined && (!JoinedLoads<K> || g < 2))
+    way = StreamWay::TwoPrefetch;
   if (g >= 2) return way;
   switch (way) {
     case StreamWay::Two:
@@ -994,6 +1020,9 @@ void x16_rows_nx(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64
       return go.template operator()<2, kNear>();
     case StreamWay::TwoPrefetchFar:
       return go.template operator()<2, kFar>();
+    case StreamWay::TwoPrefetchJoined:
+      if constexpr (JoinedLoads<K>) return go.template operator()<2, kNear | kJoined>();
+      return go.template operator()<2, kNear>();  // not reached: effective_way
     case StreamWay::Four:
       return go.template operator()<4, 0>();
   }

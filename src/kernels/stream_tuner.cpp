@@ -74,7 +74,8 @@ constexpr struct {
                             {"2p", "2 groups + prefetch"},
                             {"4", "4 groups"},
                             {"1f", "1 group + far prefetch"},
-                            {"2f", "2 groups + far prefetch"}};
+                            {"2f", "2 groups + far prefetch"},
+                            {"2j", "2 groups + prefetch, joined loads"}};
 
 std::optional<StreamWay> parse_env() {
   const char* v = std::getenv("CACHET_STREAM");
@@ -83,7 +84,7 @@ std::optional<StreamWay> parse_env() {
   if (s == "auto") return std::nullopt;
   for (int w = 0; w < kStreamWays; ++w)
     if (s == kWayNames[w].code) return static_cast<StreamWay>(w);
-  fail("CACHET_STREAM='", s, "': expected 1, 1p, 2, 2p, 4, 1f, 2f or auto");
+  fail("CACHET_STREAM='", s, "': expected 1, 1p, 2, 2p, 4, 1f, 2f, 2j or auto");
 }
 
 class Tuner {
