@@ -1,6 +1,7 @@
 #include "bandwidth.h"
 
 #include <immintrin.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -151,6 +152,31 @@ double print_bandwidth(ThreadPool& pool) {
               bw.burst_gbs);
   std::fflush(stdout);
   return bw.sustained_gbs;
+}
+
+StealMark steal_mark() {
+  StealMark m;
+  m.wall = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  // cpu  user nice system idle iowait irq softirq steal ... (in clock ticks)
+  unsigned long long v[8] = {};
+  if (!(in >> cpu) || cpu != "cpu") return m;
+  for (unsigned long long& x : v)
+    if (!(in >> x)) return m;
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (hz > 0) m.steal = static_cast<double>(v[7]) / static_cast<double>(hz);
+  return m;
+}
+
+void print_steal(const StealMark& from, const StealMark& to, const char* label) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (from.steal < 0 || to.steal < 0 || cpus <= 0) return;
+  const double total = (to.wall - from.wall) * static_cast<double>(cpus);
+  const double stolen = to.steal - from.steal;
+  std::printf("host steal: %.1f%% of the CPU time while %s (%.2f of %.1f CPU-seconds)\n",
+              total > 0 ? 100.0 * stolen / total : 0.0, label, stolen, total);
+  std::fflush(stdout);
 }
 
 void print_probes(const Probes& p, const char* what) {

@@ -29,6 +29,19 @@ double peak_rss_gib();
 // Prints `bandwidth: X GB/s` (the roofline reference) and the burst figure on its own line.
 double print_bandwidth(ThreadPool& pool);
 
+// Host steal: CPU time that this machine's CPUs, being those of a virtual machine, spent
+// waiting while its host ran other work (/proc/stat). A benchmark marks the start and the end
+// of its timed part, and print_steal prints `host steal: P% of the CPU time while LABEL (S of
+// T CPU-seconds)`: steps that lost time to it took two to three times the median step on one
+// host, so the share tells a slow mean apart from slow code. Nothing is printed where
+// /proc/stat has no steal column.
+struct StealMark {
+  double steal = -1;  // CPU-seconds of steal over all CPUs so far (-1: unknown)
+  double wall = 0;    // seconds on a steady clock
+};
+StealMark steal_mark();
+void print_steal(const StealMark& from, const StealMark& to, const char* label);
+
 // The load on a shared host's memory moves within seconds, so a figure is compared with probes
 // taken just before and just after it: the higher of the two is its reference.
 struct Probes {

@@ -146,6 +146,7 @@ void bench_tts_pipeline(MvStage1& stage1, double seconds, const std::vector<floa
   MvStage2 stage2(random_mv_stage2_files(a2, 99), a2, &pool);
   std::vector<float> logits;
 
+  const StealMark steal0 = steal_mark();
   auto t0 = Clock::now();
   State state = stage1.new_state();
   const auto text = random_tokens(prompt, a.vocab_size, 3);
@@ -177,6 +178,7 @@ void bench_tts_pipeline(MvStage1& stage1, double seconds, const std::vector<floa
       "tts %.1f s of audio: %.2f s (stage 1 %.2f s, stage 2 %.2f s, EnCodec %.2f s), "
       "%.2fx real time\n",
       audio, total, s1, s2, s3, audio / total);
+  print_steal(steal0, steal_mark(), "the pipeline ran");
 }
 
 // Stage 1 of MetaVoice: the released shapes with random weights, or a METAVOICE_DIR.
@@ -232,11 +234,13 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
   std::vector<double> ms;  // each timed step's time
   ms.reserve(static_cast<size_t>(steps));
   int64_t first_pos = 0;  // the position of the first timed step
+  StealMark steal0, steal1;
   const Probes probes = between_probes(pool, [&] {
     // (the warm-up steps must leave room for the timed ones within the block size)
     const int room = static_cast<int>(a.block_size - state.position()) - steps;
     warm_up(2, std::clamp(room, 1, kMaxWarmupSteps), [&](int) { step(0); });
     first_pos = state.position();
+    steal0 = steal_mark();
     const auto t0 = Clock::now();
     for (int i = 1; i < steps; ++i) {
       const auto s0 = Clock::now();
@@ -244,6 +248,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
       ms.push_back(1e3 * seconds_since(s0));
     }
     sps = (steps - 1) / seconds_since(t0);
+    steal1 = steal_mark();
   });
   print_roofline_share(probes, "stage1 step", sps, "steps/s", info.weight_bytes);
   // A mean hides the odd slow step (a cache growing, pages first written): the spread too,
@@ -258,6 +263,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
       "%lld)\n",
       median_ms, 100.0 * 1e3 / median_ms / roofline_of(probes, info.weight_bytes), ms[slowest],
       static_cast<long long>(first_pos + static_cast<int64_t>(slowest)));
+  print_steal(steal0, steal1, "the steps were timed");
   print_stream_ways(2);
   std::printf("peak RSS: %.2f GiB\n", peak_rss_gib());
   std::printf("state: %.1f MiB after %lld positions\n", state.bytes() / (1024.0 * 1024.0),
@@ -327,14 +333,21 @@ int bench_model(const BenchModelArgs& args) {
   std::vector<State*> states = {&*state};
   if (longer) states.push_back(&*longer);
   std::vector<double> tps;
-  const Probes probes =
-      between_probes(pool, [&] { tps = decode_speeds(*model, states, args.decode_steps, logits); });
+  StealMark steal0, steal1;
+  const Probes probes = between_probes(pool, [&] {
+    steal0 = steal_mark();
+    tps = decode_speeds(*model, states, args.decode_steps, logits);
+    steal1 = steal_mark();
+  });
   print_roofline_share(probes, "decode after " + std::to_string(prompt), tps[0], "tok/s",
                        info.weight_bytes);
   print_stream_ways(1);
   if (longer) {
     print_roofline_share(probes, "decode after " + std::to_string(args.long_context), tps[1],
                          "tok/s", info.weight_bytes);
+  }
+  print_steal(steal0, steal1, "the tokens were decoded");
+  if (longer) {
     state.reset();  // RSS with the long context's state alone, as with the prompt's above
     std::printf("RSS after %d: %.2f GiB, after %d: %.2f GiB\n", prompt, rss_prompt,
                 args.long_context, current_rss_gib());

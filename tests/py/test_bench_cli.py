@@ -46,6 +46,31 @@ def bench_model(cachet, res):
     res.check("RSS line", any(rss))
     res.check("peak RSS line", any(re.fullmatch(rf"peak RSS: {NUM} GiB", l) for l in lines))
     res.check("state line", any(re.fullmatch(rf"state: {NUM} MiB per sequence", l) for l in lines))
+    # The host's steal while the tokens were timed: where /proc/stat has the column, one line
+    # whose share is the stolen CPU-seconds over the CPU-seconds of the timed part.
+    steal = [re.fullmatch(rf"host steal: {NUM}% of the CPU time while the tokens were decoded "
+                          rf"\({NUM} of {NUM} CPU-seconds\)", l) for l in lines]
+    steal = [m for m in steal if m]
+    if steal_column():
+        if res.check("host steal line", len(steal) == 1, out):
+            share, stolen, total = (float(x) for x in steal[0].groups())
+            # (steal comes in clock ticks: over a short timed part one tick is a large share,
+            # and the printed figures are rounded, so the arithmetic is checked on long parts)
+            if total >= 2:
+                res.check("host steal share", abs(share - 100 * stolen / total) <=
+                          0.05 + 100 * 0.005 / total + share * 0.05 / total,
+                          f"{share}% vs {stolen}/{total}")
+    else:
+        res.check("no host steal line without /proc/stat's column", not steal, out)
+
+
+def steal_column():
+    try:
+        with open("/proc/stat") as f:
+            first = f.readline().split()
+        return first[0] == "cpu" and len(first) >= 9
+    except OSError:
+        return False
 
 
 def bench_kernels(cachet, res):
