@@ -55,9 +55,10 @@ struct MatView {
 // again now and then. The outputs are the same whatever the way.
 // The far ways prefetch three times as far ahead as the others: on one host 2 KiB ahead was
 // best, on another 6 KiB (docs/architecture.md, "Streams from memory"). The joined way reads
-// each 64-byte line of weights as two 256-bit loads joined in a register, where the kernel
-// has that choice (Q4_K, Q5_K; the others as TwoPrefetch): an instruction more per line, but
-// on some hosts a stream read by 256-bit loads flows faster.
+// each 64-byte line of weights as two 256-bit loads joined in a register and prefetches half
+// as far ahead, where the kernel has that choice (Q4_K, Q5_K; the others take it as
+// TwoPrefetch): an instruction more per line, but on some hosts a stream read by 256-bit
+// loads flows faster, and a shorter distance kept more lines coming.
 enum class StreamWay : uint8_t {
   One,
   OnePrefetch,
@@ -72,7 +73,8 @@ constexpr int kStreamWays = 8;
 std::string_view stream_way_name(StreamWay way);  // "1 group", "1 group + prefetch", ...
 // Every later product uses `way` (where its kernel can: see x16 kernels), or, with nullopt,
 // measures as described above. The environment can set it too: CACHET_STREAM=1, 1p, 2, 2p, 4,
-// 1f, 2f, 2j or auto (the default).
+// 1f, 2f, 2j or auto (the default). CACHET_STREAM_LOG=1 prints each measured choice on stderr,
+// with every way's median rate.
 void set_stream_way(std::optional<StreamWay> way);
 // The way products of this layout with nx activation rows take now, and whether it was chosen
 // by measurement (false: the kernel's default, or a way set by set_stream_way / CACHET_STREAM).

@@ -47,8 +47,8 @@ inline void prefetch_ahead(const void* p, int64_t n) {
 // The kernels' PF parameter multiplies their prefetch distance: 0 (no software prefetching),
 // kNear (the distance each kernel gives) or kFar (three times it: StreamWay::OnePrefetchFar
 // and TwoPrefetchFar, for hosts whose cores each stream faster or wait longer for memory).
-// Kernels with JoinedLoads also take kNear | kJoined (StreamWay::TwoPrefetchJoined): the same
-// distance, each line of weights read as two 256-bit loads joined.
+// Kernels with JoinedLoads also take kNear | kJoined (StreamWay::TwoPrefetchJoined): each line
+// of weights read as two 256-bit loads joined, and the lines asked for half as far ahead.
 constexpr int kNear = 1, kFar = 3, kJoined = 16;
 constexpr int prefetch_distance(int pf) {
   return pf & (kJoined - 1);
@@ -452,8 +452,12 @@ struct KQ45K_X16 {
   [[gnu::always_inline]] static inline void chunks(const uint8_t* const* cs, int64_t i,
                                                    const XPrep* xs, __m512 (*acc0)[kAcc][NX]) {
     constexpr bool kEachSubBlock = kFive || (G > 1 && NX > 1);
-    constexpr int kDist = prefetch_distance(PF);
     constexpr bool kJoin = (PF & kJoined) != 0;
+    // Bytes ahead. The joined way asks for half the distance: with the probe at 35-37 GB/s
+    // the tuner's interleaved timings put 1 KiB ahead 2-4% above 2 KiB (and 512 bytes 0-5%
+    // below 1 KiB), with one activation row and with two; joined loads and 1 KiB together
+    // were 1-5% above 2p (docs/architecture.md, "Load width as a way").
+    constexpr int64_t kAhead = kJoin ? kPrefetchBytes / 2 : kPrefetchBytes * prefetch_distance(PF);
     const __m512i m6w = _mm512_set1_epi16(0x3F);
     const __m512i mhi = _mm512_set1_epi32(0x003C003C), low_words = _mm512_set1_epi32(0xFFFF);
     __m512i iacc[G][NX], imin[G][NX];
@@ -468,8 +472,8 @@ struct KQ45K_X16 {
       __m512i sc[G];
       for (int g = 0; g < G; ++g) {
         const uint8_t* c = cs[g];
-        if constexpr (kDist)  // a quarter of a chunk's lines (Q4_K 36, Q5_K 44) per sub-block pair
-          prefetch_lines<kChunkBytes / 4>(c + kPrefetchBytes * kDist + kChunkBytes / 4 * k);
+        if constexpr (kAhead)  // a quarter of a chunk's lines (Q4_K 36, Q5_K 44) per sub-block pair
+          prefetch_lines<kChunkBytes / 4>(c + kAhead + kChunkBytes / 4 * k);
         // A bytes as words: lane r = (byte of sub-block 2k, byte of 2k + 1) of row r
         const __m512i a = _mm512_cvtepu8_epi16(loadu256(c + 64 + 32 * k));
         const __m512i b = _mm512_cvtepu8_epi32(loadu128(c + 192 + 16 * k));

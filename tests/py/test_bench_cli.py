@@ -75,7 +75,7 @@ def steal_column():
 
 def bench_kernels(cachet, res):
     rc, out, err = run([cachet, "bench", "kernels", "--quick", "-t", "2", "--types", "Q8_0"],
-                       timeout=600)
+                       timeout=600, env={"CACHET_STREAM_LOG": "1"})
     if not res.check("bench kernels runs", rc == 0, err.strip()[-300:]):
         return
     lines = out.splitlines()
@@ -96,10 +96,23 @@ def bench_kernels(cachet, res):
     res.check("matmul path line", ok, "" if ok else out)
     if lines and lines[0].endswith("isa: avx512"):  # the interleaved layouts: a stream way
         ways = (r"(1 group|1 group \+ prefetch|2 groups|2 groups \+ prefetch|4 groups|"
-                r"1 group \+ far prefetch|2 groups \+ far prefetch)")
+                r"1 group \+ far prefetch|2 groups \+ far prefetch|"
+                r"2 groups \+ near prefetch, joined loads)")
         ok = any(re.fullmatch(rf"stream Q8_0: {ways} \((the fastest measured|not measured)\)",
                               l) for l in lines)
         res.check("stream way line", ok, "" if ok else out)
+        # CACHET_STREAM_LOG=1: each measured choice with every way's median; the way kept is
+        # the one with the highest median (Q8_0 has six distinct ways for one row)
+        log = re.compile(r"stream ways Q8_0, 1 row:((?: [0-9a-z]+ [0-9]+\.[0-9]+,?)+) GB/s "
+                         r"\(median per product\); keeps ([0-9a-z]+)")
+        found = [log.fullmatch(l) for l in err.splitlines() if log.fullmatch(l)]
+        if res.check("stream ways log line", len(found) >= 1, err[-500:]):
+            for m in found:
+                rates = {k: float(v) for k, v in
+                         (w.split() for w in m.group(1).strip().split(","))}
+                res.check("stream ways log keeps the fastest",
+                          len(rates) >= 2 and rates.get(m.group(2)) == max(rates.values()),
+                          m.group(0))
 
 
 def bench_kernels_rows(cachet, res):
