@@ -54,11 +54,10 @@ struct MatView {
 // activation rows) measures its ways on its first large products, keeps the fastest and measures
 // again now and then. The outputs are the same whatever the way.
 // The far ways prefetch three times as far ahead as the others: on one host 2 KiB ahead was
-// best, on another 6 KiB (docs/architecture.md, "Streams from memory"). The joined way reads
-// each 64-byte line of weights as two 256-bit loads joined in a register and prefetches half
-// as far ahead, where the kernel has that choice (Q4_K, Q5_K; the others take it as
-// TwoPrefetch): an instruction more per line, but on some hosts a stream read by 256-bit
-// loads flows faster, and a shorter distance kept more lines coming.
+// best, on another 6 KiB, and on a third 1 KiB (docs/architecture.md, "Streams from memory").
+// The near way prefetches half as far ahead as TwoPrefetch, for the kernels that prefetch a
+// few lines at a time between their loads (Q4_K, Q5_K, Q6_K; the others take it as
+// TwoPrefetch).
 enum class StreamWay : uint8_t {
   One,
   OnePrefetch,
@@ -67,13 +66,13 @@ enum class StreamWay : uint8_t {
   Four,
   OnePrefetchFar,
   TwoPrefetchFar,
-  TwoPrefetchJoined
+  TwoPrefetchNear
 };
 constexpr int kStreamWays = 8;
 std::string_view stream_way_name(StreamWay way);  // "1 group", "1 group + prefetch", ...
 // Every later product uses `way` (where its kernel can: see x16 kernels), or, with nullopt,
 // measures as described above. The environment can set it too: CACHET_STREAM=1, 1p, 2, 2p, 4,
-// 1f, 2f, 2j or auto (the default). CACHET_STREAM_LOG=1 prints each measured choice on stderr,
+// 1f, 2f, 2n or auto (the default). CACHET_STREAM_LOG=1 prints each measured choice on stderr,
 // with every way's median rate.
 void set_stream_way(std::optional<StreamWay> way);
 // The way products of this layout with nx activation rows take now, and whether it was chosen

@@ -47,11 +47,12 @@ inline void prefetch_ahead(const void* p, int64_t n) {
 // The kernels' PF parameter multiplies their prefetch distance: 0 (no software prefetching),
 // kNear (the distance each kernel gives) or kFar (three times it: StreamWay::OnePrefetchFar
 // and TwoPrefetchFar, for hosts whose cores each stream faster or wait longer for memory).
-// Kernels with JoinedLoads also take kNear | kJoined (StreamWay::TwoPrefetchJoined): each line
-// of weights read as two 256-bit loads joined, and the lines asked for half as far ahead.
-constexpr int kNear = 1, kFar = 3, kJoined = 16;
-constexpr int prefetch_distance(int pf) {
-  return pf & (kJoined - 1);
+// The kernels that prefetch a few lines at a time (SpreadPrefetch) also take kHalf: half the
+// distance (StreamWay::TwoPrefetchNear).
+constexpr int kNear = 1, kFar = 3, kHalf = 16;
+// The bytes ahead of the way PF for a kernel whose own distance is `bytes` (SpreadPrefetch).
+constexpr int64_t spread_ahead(int pf, int64_t bytes) {
+  return pf & kHalf ? bytes / 2 : bytes * pf;
 }
 
 template <int64_t N>
@@ -68,17 +69,6 @@ template <int64_t N>
 [[gnu::always_inline]] inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const int32_t* p) {
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*p));
   return acc;
-}
-
-// The 64 bytes at p, by one 512-bit load, or (kJoin) by two 256-bit loads joined: one more
-// instruction, but a stream read by 256-bit loads kept more lines coming on one host
-// (bench_stream_overlap, Loads/add256 against add512: 31.9-32.6 against 27.5-27.9 GB/s).
-template <bool kJoin>
-[[gnu::always_inline]] inline __m512i load_line(const uint8_t* p) {
-  if constexpr (kJoin)
-    return load2x256(p, p + 32);
-  else
-    return loadu512(p);
 }
 
 // *p in every lane, in a register: GCC would otherwise fold the load into each use.
@@ -430,7 +420,6 @@ struct KQ45K_X16 {
   template <int NX>
   static constexpr StreamWay kDefaultWay = StreamWay::TwoPrefetch;
   static constexpr int64_t kPrefetchBytes = 2048;
-  static constexpr bool kJoinedLoads = true;
   // Groups read side by side share the activation quadruples: G groups load each quadruple
   // once into a register (vpbroadcastd) where one group alone folds it into its dot product.
   // A Zen 5 core issues two loads a cycle, of any width, and with one group the broadcasts are
@@ -452,12 +441,7 @@ struct KQ45K_X16 {
   [[gnu::always_inline]] static inline void chunks(const uint8_t* const* cs, int64_t i,
                                                    const XPrep* xs, __m512 (*acc0)[kAcc][NX]) {
     constexpr bool kEachSubBlock = kFive || (G > 1 && NX > 1);
-    constexpr bool kJoin = (PF & kJoined) != 0;
-    // Bytes ahead. The joined way asks for half the distance: with the probe at 35-37 GB/s
-    // the tuner's interleaved timings put 1 KiB ahead 2-4% above 2 KiB (and 512 bytes 0-5%
-    // below 1 KiB), with one activation row and with two; joined loads and 1 KiB together
-    // were 1-5% above 2p (docs/architecture.md, "Load width as a way").
-    constexpr int64_t kAhead = kJoin ? kPrefetchBytes / 2 : kPrefetchBytes * prefetch_distance(PF);
+    constexpr int64_t kAhead = spread_ahead(PF, kPrefetchBytes);
     const __m512i m6w = _mm512_set1_epi16(0x3F);
     const __m512i mhi = _mm512_set1_epi32(0x003C003C), low_words = _mm512_set1_epi32(0xFFFF);
     __m512i iacc[G][NX], imin[G][NX];
@@ -497,8 +481,8 @@ struct KQ45K_X16 {
           // instruction each, and two independent chains of dot products
           __m512i lo[4], hi[4];
           for (int t = 0; t < 4; ++t)
-            split_nibbles<kFive>(load_line<kJoin>(q + 64 * t), cs[0] + kX16Chunk + 64 * s + 16 * t,
-                                 lo[t], hi[t]);
+            split_nibbles<kFive>(loadu512(q + 64 * t), cs[0] + kX16Chunk + 64 * s + 16 * t, lo[t],
+                                 hi[t]);
           for (int j = 0; j < NX; ++j) {
             const int32_t* xq = reinterpret_cast<const int32_t*>(xs[j].qs + 256 * i + 32 * s);
             for (int t = 0; t < 4; ++t) {
@@ -516,7 +500,7 @@ struct KQ45K_X16 {
             }
             for (int g = 0; g < G; ++g) {
               __m512i lo, hi;
-              split_nibbles<kFive>(load_line<kJoin>(cs[g] + 256 + 256 * s + 64 * t),
+              split_nibbles<kFive>(loadu512(cs[g] + 256 + 256 * s + 64 * t),
                                    cs[g] + kX16Chunk + 64 * s + 16 * t, lo, hi);
               for (int j = 0; j < NX; ++j) {
                 dlo[h][g][j] = _mm512_dpbusd_epi32(dlo[h][g][j], lo, xlo[j]);
@@ -698,7 +682,8 @@ struct KQ6K_X16 {
       for (int g = 0; g < G; ++g) {
         const uint8_t* c = cs[g];
         if constexpr (PF)  // the lines of a 16th of the chunk per sub-block
-          prefetch_lines<kChunkBytes / 16>(c + kPrefetchBytes * PF + kChunkBytes / 16 * t);
+          prefetch_lines<kChunkBytes / 16>(c + spread_ahead(PF, kPrefetchBytes) +
+                                           kChunkBytes / 16 * t);
         const uint8_t* wp = c + 288 + 192 * t;
         const __m512i a = loadu512(wp), b = loadu512(wp + 64), e = loadu512(wp + 128);
         __m512i w[4];
@@ -870,11 +855,6 @@ template <typename K>
 concept SpreadPrefetch = requires {
   K::kPrefetchBytes;
 };
-// A kernel that can read its weights' lines as joined 256-bit loads (kJoined in PF).
-template <typename K>
-concept JoinedLoads = requires {
-  K::kJoinedLoads;
-};
 
 // An interleaved kernel K gives kChunkCols and kChunkBytes (one chunk of a group of 16 rows),
 // kAcc accumulators per activation row, kMaxGroups<NX> (groups it can read side by side: its
@@ -976,7 +956,7 @@ constexpr StreamWay effective_way(StreamWay way) {
     if (way == StreamWay::TwoPrefetchFar) way = StreamWay::TwoPrefetch;
   }
   if (way == StreamWay::Four && g < 4) way = StreamWay::Two;
-  if (way == StreamWay::TwoPrefetchJoined && (!JoinedLoads<K> || g < 2))
+  if (way == StreamWay::TwoPrefetchNear && (!SpreadPrefetch<K> || g < 2))
     way = StreamWay::TwoPrefetch;
   if (g >= 2) return way;
   switch (way) {
@@ -1024,8 +1004,8 @@ void x16_rows_nx(const MatView& w, const XPrep* xs, float* y, int64_t ldy, int64
       return go.template operator()<2, kNear>();
     case StreamWay::TwoPrefetchFar:
       return go.template operator()<2, kFar>();
-    case StreamWay::TwoPrefetchJoined:
-      if constexpr (JoinedLoads<K>) return go.template operator()<2, kNear | kJoined>();
+    case StreamWay::TwoPrefetchNear:
+      if constexpr (SpreadPrefetch<K>) return go.template operator()<2, kHalf>();
       return go.template operator()<2, kNear>();  // not reached: effective_way
     case StreamWay::Four:
       return go.template operator()<4, 0>();

@@ -80,7 +80,7 @@ constexpr struct {
                             {"4", "4 groups"},
                             {"1f", "1 group + far prefetch"},
                             {"2f", "2 groups + far prefetch"},
-                            {"2j", "2 groups + near prefetch, joined loads"}};
+                            {"2n", "2 groups + near prefetch"}};
 
 std::optional<StreamWay> parse_env() {
   const char* v = std::getenv("CACHET_STREAM");
@@ -89,7 +89,7 @@ std::optional<StreamWay> parse_env() {
   if (s == "auto") return std::nullopt;
   for (int w = 0; w < kStreamWays; ++w)
     if (s == kWayNames[w].code) return static_cast<StreamWay>(w);
-  fail("CACHET_STREAM='", s, "': expected 1, 1p, 2, 2p, 4, 1f, 2f, 2j or auto");
+  fail("CACHET_STREAM='", s, "': expected 1, 1p, 2, 2p, 4, 1f, 2f, 2n or auto");
 }
 
 class Tuner {
@@ -202,7 +202,7 @@ class Tuner {
 
   // CACHET_STREAM_LOG=1: each decision's medians on stderr, the finest comparison of the ways
   // there is (taken in random order within the same seconds): `stream ways Q4_K, 1 row:
-  // 1 22.0, 1p 30.0, ..., 2j 32.2 GB/s (median per product); keeps 2j`.
+  // 1 22.0, 1p 30.0, ..., 2n 32.2 GB/s (median per product); keeps 2n`.
   static void print_decision(Slot& s, MatLayout layout, int nx) {
     std::string line = "stream ways ";
     line += kLayoutTypes[static_cast<int>(layout) - 1];

@@ -67,7 +67,7 @@ constexpr int64_t stream_way_groups(StreamWay way) {
     case StreamWay::Two:
     case StreamWay::TwoPrefetch:
     case StreamWay::TwoPrefetchFar:
-    case StreamWay::TwoPrefetchJoined:
+    case StreamWay::TwoPrefetchNear:
       return 2;
     case StreamWay::Four:
       return 4;

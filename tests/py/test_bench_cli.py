@@ -97,7 +97,7 @@ def bench_kernels(cachet, res):
     if lines and lines[0].endswith("isa: avx512"):  # the interleaved layouts: a stream way
         ways = (r"(1 group|1 group \+ prefetch|2 groups|2 groups \+ prefetch|4 groups|"
                 r"1 group \+ far prefetch|2 groups \+ far prefetch|"
-                r"2 groups \+ near prefetch, joined loads)")
+                r"2 groups \+ near prefetch)")
         ok = any(re.fullmatch(rf"stream Q8_0: {ways} \((the fastest measured|not measured)\)",
                               l) for l in lines)
         res.check("stream way line", ok, "" if ok else out)
