@@ -75,15 +75,14 @@ constexpr int kMaxWarmupSteps = 64;
 // The stream way each interleaved layout chose by measurement for nx activation rows
 // (docs/architecture.md, "Streams from memory"): `stream Q4_K, 1 row: 2 groups + prefetch`.
 void print_stream_ways(int nx) {
-  const std::pair<MatLayout, const char*> layouts[] = {
-      {MatLayout::Q4K_X16, "Q4_K"},  {MatLayout::Q6K_X16, "Q6_K"},  {MatLayout::Q8_0_X16, "Q8_0"},
-      {MatLayout::BF16_X16, "BF16"}, {MatLayout::Q4_0_X16, "Q4_0"}, {MatLayout::Q4_1_X16, "Q4_1"},
-      {MatLayout::Q5K_X16, "Q5_K"},  {MatLayout::Q5_0_X16, "Q5_0"}, {MatLayout::Q5_1_X16, "Q5_1"}};
-  for (const auto& [layout, name] : layouts) {
+  const MatLayout layouts[] = {MatLayout::Q4K_X16,  MatLayout::Q6K_X16,  MatLayout::Q8_0_X16,
+                               MatLayout::BF16_X16, MatLayout::Q4_0_X16, MatLayout::Q4_1_X16,
+                               MatLayout::Q5K_X16,  MatLayout::Q5_0_X16, MatLayout::Q5_1_X16};
+  for (const MatLayout layout : layouts) {
     const StreamChoice c = stream_choice(layout, nx);
     if (c.measured)
-      std::printf("stream %s, %d row%s: %s\n", name, nx, nx == 1 ? "" : "s",
-                  std::string(stream_way_name(c.way)).c_str());
+      std::printf("stream %s, %d row%s: %s\n", std::string(dtype_name(layout_type(layout))).c_str(),
+                  nx, nx == 1 ? "" : "s", std::string(stream_way_name(c.way)).c_str());
   }
 }
 
@@ -251,7 +250,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
     steal1 = steal_mark();
   });
   print_roofline_share(probes, "stage1 step", sps, "steps/s", info.weight_bytes);
-  // A mean hides the odd slow step (a cache growing, pages first written): the spread too,
+  // A mean hides the odd slow step (the host's steal, below): the spread too,
   // and the median step's rate as a share of the same roofline (the steady state, apart from
   // such steps; the figure above is the mean, which the targets are about).
   const size_t slowest = static_cast<size_t>(std::max_element(ms.begin(), ms.end()) - ms.begin());

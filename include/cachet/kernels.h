@@ -128,6 +128,8 @@ struct PackedMat {
 // The layout pack_matrix would choose for w on this CPU (Rows when there is nothing to gain,
 // or when CACHET_REPACK=0 is set in the environment).
 MatLayout preferred_layout(const MatView& w);
+// The weight type a layout holds (F32 for Rows, which holds any).
+DType layout_type(MatLayout layout);
 // w rearranged into preferred_layout(w) (a copy), or w itself when that is Rows. The pool,
 // if given, packs in parallel.
 PackedMat pack_matrix(const MatView& w, ThreadPool* pool = nullptr);

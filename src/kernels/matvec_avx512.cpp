@@ -666,6 +666,7 @@ struct KQ6K_X16 {
   template <int G, int NX, int PF>
   [[gnu::always_inline]] static inline void chunks(const uint8_t* const* cs, int64_t i,
                                                    const XPrep* xs, __m512 (*acc0)[kAcc][NX]) {
+    constexpr int64_t kAhead = spread_ahead(PF, kPrefetchBytes);
     const __m512i m6 = _mm512_set1_epi8(0x3F), m03 = _mm512_set1_epi8(0x03);
     const __m512i m0f = _mm512_set1_epi8(0x0F);
     __m512i iacc[G][NX];
@@ -681,9 +682,8 @@ struct KQ6K_X16 {
       }
       for (int g = 0; g < G; ++g) {
         const uint8_t* c = cs[g];
-        if constexpr (PF)  // the lines of a 16th of the chunk per sub-block
-          prefetch_lines<kChunkBytes / 16>(c + spread_ahead(PF, kPrefetchBytes) +
-                                           kChunkBytes / 16 * t);
+        if constexpr (kAhead)  // the lines of a 16th of the chunk per sub-block
+          prefetch_lines<kChunkBytes / 16>(c + kAhead + kChunkBytes / 16 * t);
         const uint8_t* wp = c + 288 + 192 * t;
         const __m512i a = loadu512(wp), b = loadu512(wp + 64), e = loadu512(wp + 128);
         __m512i w[4];

@@ -437,13 +437,14 @@ struct VecOps {
     if (i < nv) a0 = V::madd_i16(a0, V::widen_i8_i16(r + i), V::load_i16(q16 + i));
     return V::add_i32(a0, a1);
   }
-  // For row r, the j-th of count in an int8 block: prefetch_i8_row asks for the row
-  // kI8RowsAhead after it; dot_row_rest sums its products with q16 past the first nv values
-  // (what dot_row_i16 leaves).
+  // For row r, the j-th of count in an int8 block: prefetch_i8_row asks for n bytes of the row
+  // kAhead after it; dot_row_rest sums its products with q16 past the first nv values (what
+  // dot_row_i16 leaves).
+  template <int64_t kAhead = kI8RowsAhead>
   static void prefetch_i8_row(const int8_t* r, int64_t j, int64_t count, int64_t stride,
                               int64_t n) {
-    if (j + kI8RowsAhead < count)
-      for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kI8RowsAhead * stride + b);
+    if (j + kAhead < count)
+      for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(r + kAhead * stride + b);
   }
   static int32_t dot_row_rest(const int8_t* r, const int16_t* q16, int64_t nv, int64_t n) {
     int32_t sum = 0;
@@ -515,8 +516,7 @@ struct VecOps {
     for (int64_t j = 0; j < count; ++j)
       for (int a = 0; a < NV; ++a) {
         const int8_t* r = v[a] + j * stride + c0;
-        if (j + kI8AxpyAhead < count)
-          for (int b = 0; b < U * W; b += 64) __builtin_prefetch(r + kI8AxpyAhead * stride + b);
+        prefetch_i8_row<kI8AxpyAhead>(r, j, count, stride, U * W);
         const F cv = V::set1(w[a][j] * vs[a][j]);
         for (int u = 0; u < U; ++u) acc[a][u] = V::fmadd(cv, V::load_i8(r + u * W), acc[a][u]);
       }

@@ -430,6 +430,32 @@ MatLayout preferred_layout(const MatView& w) {
   return MatLayout::Rows;
 }
 
+DType layout_type(MatLayout layout) {
+  switch (layout) {
+    case MatLayout::Rows:
+      return DType::F32;
+    case MatLayout::Q4K_X16:
+      return DType::Q4_K;
+    case MatLayout::Q8_0_X16:
+      return DType::Q8_0;
+    case MatLayout::Q6K_X16:
+      return DType::Q6_K;
+    case MatLayout::BF16_X16:
+      return DType::BF16;
+    case MatLayout::Q4_0_X16:
+      return DType::Q4_0;
+    case MatLayout::Q4_1_X16:
+      return DType::Q4_1;
+    case MatLayout::Q5K_X16:
+      return DType::Q5_K;
+    case MatLayout::Q5_0_X16:
+      return DType::Q5_0;
+    case MatLayout::Q5_1_X16:
+      return DType::Q5_1;
+  }
+  return DType::F32;
+}
+
 PackedMat pack_matrix(const MatView& w, ThreadPool* pool) {
   PackedMat p{nullptr, w};
   const MatLayout layout = preferred_layout(w);

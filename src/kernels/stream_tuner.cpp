@@ -38,10 +38,6 @@ constexpr int kLayouts = 9, kMaxNx = 4;
 
 constexpr int kMaxRates = 128;  // per way; calls past these count only their bytes
 
-// The weight type of each X16 layout, in MatLayout order after Rows (for the log below).
-constexpr const char* kLayoutTypes[kLayouts] = {"Q4_K", "Q8_0", "Q6_K", "BF16", "Q4_0",
-                                                "Q4_1", "Q5_K", "Q5_0", "Q5_1"};
-
 struct WayStats {
   double bytes = 0;
   float rates[kMaxRates];  // bytes per second of the first calls
@@ -205,7 +201,7 @@ class Tuner {
   // 1 22.0, 1p 30.0, ..., 2n 32.2 GB/s (median per product); keeps 2n`.
   static void print_decision(Slot& s, MatLayout layout, int nx) {
     std::string line = "stream ways ";
-    line += kLayoutTypes[static_cast<int>(layout) - 1];
+    line += dtype_name(layout_type(layout));
     line += ", " + std::to_string(nx) + (nx == 1 ? " row:" : " rows:");
     char buf[48];
     for (int w = 0; w < kStreamWays; ++w)

@@ -84,6 +84,7 @@ TEST(Repack, UnpackGivesBackEveryBlockByteForByte) {
                                : t == DType::Q5_0 ? MatLayout::Q5_0_X16
                                : t == DType::Q5_1 ? MatLayout::Q5_1_X16
                                                   : MatLayout::Q6K_X16);
+      EXPECT_EQ(layout_type(p.view.layout), t);  // each layout names the type it holds
       ASSERT_NE(p.view.data, m.view.data);
       EXPECT_NE(0, std::memcmp(p.view.data, m.view.data, m.bytes.size()));  // really rearranged
       std::vector<uint8_t> row(m.view.row_stride);
