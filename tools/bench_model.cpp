@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bandwidth.h"
+#include "cachet/cpu.h"
 #include "cachet/encodec.h"
 #include "cachet/error.h"
 #include "cachet/kernels.h"
@@ -201,6 +202,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
   const MvStage1Args& a = model->args();
   std::printf("model: %s\n", what.c_str());
   std::printf("threads: %d\n", pool.size());
+  std::printf("cpu: %s\n", cpu_summary().c_str());
   std::printf("weights read per step: %.3f GiB\n", info.weight_bytes / (1024.0 * 1024 * 1024));
   std::fflush(stdout);
 
@@ -298,6 +300,7 @@ int bench_model(const BenchModelArgs& args) {
   const ModelInfo& info = model->info();
   std::printf("model: %s\n", what.c_str());
   std::printf("threads: %d\n", pool.size());
+  std::printf("cpu: %s\n", cpu_summary().c_str());
   std::printf("weights read per token: %.3f GiB\n", info.weight_bytes / (1024.0 * 1024 * 1024));
   std::fflush(stdout);
 

@@ -13,6 +13,7 @@
 
 #include "bandwidth.h"
 #include "bench_model.h"
+#include "cachet/cpu.h"
 #include "cachet/error.h"
 #include "cachet/kernels.h"
 #include "cachet/quant.h"
@@ -206,6 +207,7 @@ int run_kernels(const KernelArgs& a) {
   ThreadPool& pool = default_pool();
   const auto types = parse_types(a.types);
   std::printf("threads: %d, isa: %s\n", pool.size(), std::string(isa_name(active_isa())).c_str());
+  std::printf("cpu: %s\n", cpu_summary().c_str());
   print_bandwidth(pool);
   std::printf("matmul path: %s\n", std::string(matmul_path_name(matmul_path())).c_str());
   bool matmul_ok = true;

@@ -1,5 +1,6 @@
 // CPU feature detection and the instruction-set level that kernels dispatch on.
 #pragma once
+#include <string>
 #include <string_view>
 
 namespace cachet {
@@ -14,6 +15,13 @@ const CpuFeatures& cpu_features();
 // Whether AMX tiles (with bf16 dot products) can be used: the CPU and OS have them and Linux
 // granted this process the tile data state (asked for once, on the first call).
 bool amx_bf16_usable();
+// The processor's name as CPUID gives it (the brand string, spaces trimmed), or its vendor
+// where there is no brand string; "unknown" without either.
+std::string cpu_name();
+// One line for benchmark outputs: the name, then what the kernels can use of it, e.g.
+// "AMD EPYC 9B45: AVX-512 with VNNI and BF16" or "Intel(R) Xeon(R) Processor: AVX-512 with VNNI
+// and BF16, AMX". Figures taken on one host are read beside it.
+std::string cpu_summary();
 
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 // The level kernels use: the best the CPU supports, capped by the CACHET_ISA environment

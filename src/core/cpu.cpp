@@ -97,6 +97,48 @@ bool amx_bf16_usable() {
   return ok;
 }
 
+std::string cpu_name() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  std::string name;
+  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000004u) {
+    for (unsigned leaf = 0x80000002u; leaf <= 0x80000004u; ++leaf) {
+      unsigned r[4];
+      __get_cpuid(leaf, &r[0], &r[1], &r[2], &r[3]);
+      name.append(reinterpret_cast<const char*>(r), sizeof r);
+    }
+    name.resize(name.find('\0') == std::string::npos ? name.size() : name.find('\0'));
+  } else if (__get_cpuid(0, &a, &b, &c, &d)) {
+    const unsigned r[3] = {b, d, c};  // the vendor: EBX, EDX, ECX
+    name.assign(reinterpret_cast<const char*>(r), sizeof r);
+  }
+  // Trimmed, and runs of spaces (some brand strings pad with them) as one
+  std::string out;
+  for (char ch : name) {
+    if (ch == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += ch;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.empty() ? "unknown" : out;
+}
+
+std::string cpu_summary() {
+  const CpuFeatures& f = cpu_features();
+  std::string s = cpu_name() + ": ";
+  if (f.avx512f) {
+    s += "AVX-512";
+    if (f.avx512vnni && f.avx512bf16)
+      s += " with VNNI and BF16";
+    else if (f.avx512vnni)
+      s += " with VNNI";
+  } else if (f.avx2) {
+    s += "AVX2";
+  } else {
+    s += "no AVX2";
+  }
+  if (f.amx_tile && f.amx_bf16) s += ", AMX";
+  return s;
+}
+
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();
   return f;

@@ -46,6 +46,7 @@ def bench_model(cachet, res):
     res.check("RSS line", any(rss))
     res.check("peak RSS line", any(re.fullmatch(rf"peak RSS: {NUM} GiB", l) for l in lines))
     res.check("state line", any(re.fullmatch(rf"state: {NUM} MiB per sequence", l) for l in lines))
+    cpu_line(out, res, "bench")
     # The host's steal while the tokens were timed: where /proc/stat has the column, one line
     # whose share is the stolen CPU-seconds over the CPU-seconds of the timed part.
     steal = [re.fullmatch(rf"host steal: {NUM}% of the CPU time while the tokens were decoded "
@@ -62,6 +63,32 @@ def bench_model(cachet, res):
                           f"{share}% vs {stolen}/{total}")
     else:
         res.check("no host steal line without /proc/stat's column", not steal, out)
+
+
+def cpu_line(out, res, what):
+    """The host the figures were taken on: `cpu: NAME: FEATURES`, NAME as /proc/cpuinfo has it
+    (where it has one) and AMX named exactly where the kernel lists its tile flags."""
+    found = [re.fullmatch(r"cpu: (.+): (AVX-512(?: with VNNI(?: and BF16)?)?|AVX2|no AVX2)"
+                          r"(, AMX)?", l) for l in out.splitlines() if l.startswith("cpu: ")]
+    if not res.check(f"{what}: one cpu line", len(found) == 1 and found[0] is not None, out):
+        return
+    name, _, amx = found[0].groups()
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for l in f:
+                if ":" in l:
+                    k, v = (x.strip() for x in l.split(":", 1))
+                    info.setdefault(k, v)
+    except OSError:
+        return
+    if "model name" in info:
+        res.check(f"{what}: cpu name is /proc/cpuinfo's", name == " ".join(info["model name"].split()),
+                  f"{name!r} vs {info['model name']!r}")
+    if "flags" in info:
+        flags = info["flags"].split()
+        res.check(f"{what}: AMX named where the CPU has it",
+                  bool(amx) == ("amx_tile" in flags and "amx_bf16" in flags), f"{amx} {flags}")
 
 
 def steal_column():
@@ -94,6 +121,7 @@ def bench_kernels(cachet, res):
     ok = any(re.fullmatch(r"matmul path: (f32 FMA|bf16 dot products|AMX bf16 tiles)", l)
              for l in lines)
     res.check("matmul path line", ok, "" if ok else out)
+    cpu_line(out, res, "bench kernels")
     if lines and lines[0].endswith("isa: avx512"):  # the interleaved layouts: a stream way
         ways = (r"(1 group|1 group \+ prefetch|2 groups|2 groups \+ prefetch|4 groups|"
                 r"1 group \+ far prefetch|2 groups \+ far prefetch|"
