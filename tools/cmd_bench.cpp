@@ -39,8 +39,13 @@ struct Shape {
   int64_t rows, cols;
 };
 const Shape kShapes[] = {{2560, 7680}, {7680, 2560}, {4096, 14336}};
+// The most elements one --shapes matrix may have (a Q4_K matrix of this size is 2.3 GiB).
+constexpr int64_t kMaxShapeElems = int64_t{1} << 32;
 
-constexpr size_t kMinWeightBytes = size_t{512} << 20;  // the copies together: well above L3
+// The copies together: well above the largest last-level cache seen on the kind's hosts (480
+// MiB shared, on an Intel host where a 113 MB matrix read again and again ran at 57 GB/s
+// against a 36 GB/s probe), and as much as the bandwidth probe reads in one pass.
+constexpr size_t kMinWeightBytes = size_t{1} << 30;
 
 struct KernelArgs {
   int threads = 0;
@@ -48,7 +53,35 @@ struct KernelArgs {
   bool quick = false;
   bool token = false;
   int64_t rows = 1;
+  std::string shapes;
 };
+
+// "RxC,RxC,..." (--shapes): each matrix's rows and columns, columns whole blocks of every type
+// asked for; the models' projection shapes when empty.
+std::vector<Shape> parse_shapes(const std::string& list, const std::vector<DType>& types) {
+  if (list.empty()) return {std::begin(kShapes), std::end(kShapes)};
+  std::vector<Shape> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    long long r = 0, c = 0;
+    char x = 0, extra = 0;
+    const int n = std::sscanf(item.c_str(), "%lld%c%lld%c", &r, &x, &c, &extra);
+    CACHET_CHECK(n == 3 && (x == 'x' || x == 'X') && r >= 1 && c >= 1, "bench kernels: --shapes: '",
+                 item, "' is not ROWSxCOLS (e.g. 6144x2048)");
+    CACHET_CHECK(r <= kMaxShapeElems / c, "bench kernels: --shapes: ", item, " has more than ",
+                 kMaxShapeElems, " elements");
+    for (DType t : types) {
+      const int64_t be = dtype_info(t).block_elems;
+      CACHET_CHECK(c % be == 0, "bench kernels: --shapes: ", item, ": ", dtype_name(t),
+                   " needs columns in whole blocks of ", be);
+    }
+    out.push_back(Shape{r, c});
+  }
+  CACHET_CHECK(!out.empty(), "bench kernels: --shapes: no shape given");
+  return out;
+}
 
 std::vector<DType> parse_types(const std::string& list) {
   std::vector<DType> out;
@@ -206,6 +239,7 @@ int run_kernels(const KernelArgs& a) {
   apply_threads(a.threads);
   ThreadPool& pool = default_pool();
   const auto types = parse_types(a.types);
+  const auto shapes = parse_shapes(a.shapes, types);
   std::printf("threads: %d, isa: %s\n", pool.size(), std::string(isa_name(active_isa())).c_str());
   std::printf("cpu: %s\n", cpu_summary().c_str());
   print_bandwidth(pool);
@@ -217,7 +251,7 @@ int run_kernels(const KernelArgs& a) {
   for (DType t : types) {
     const std::string tn(dtype_name(t));
     MatLayout layout = MatLayout::Rows;
-    for (Shape s : kShapes) {
+    for (Shape s : shapes) {
       const auto w = make_weights(t, s, pool);
       layout = w.front().view.layout;
       double gbs = 0;
@@ -226,7 +260,7 @@ int run_kernels(const KernelArgs& a) {
       std::snprintf(label, sizeof label, "matvec %s %lldx%lld%s", tn.c_str(),
                     static_cast<long long>(s.rows), static_cast<long long>(s.cols), rows_note);
       print_share(label, gbs, p);
-      if (matmul_ok && (!a.quick || s.rows == 4096)) {
+      if (matmul_ok && a.shapes.empty() && (!a.quick || s.rows == 4096)) {
         constexpr int64_t kN = 512;
         const double gf = bench_matmul(s, w, kN, pool);
         if (gf < 0) {
@@ -286,6 +320,9 @@ const Register reg{Command{
       k->add_option("--rows", kargs->rows,
                     "Activation rows per matvec (1-4; 2: MetaVoice's two guidance rows)")
           ->capture_default_str();
+      k->add_option("--shapes", kargs->shapes,
+                    "Comma-separated matrix shapes ROWSxCOLS for the matvecs, e.g. 6144x2048 "
+                    "(default: 2560x7680,7680x2560,4096x14336, with matmuls)");
       k->add_flag("--token", kargs->token,
                   "Also the mean over whole tokens of RecurrentGemma-2B's matrices, one after "
                   "another as in decoding");

@@ -157,6 +157,26 @@ def bench_kernels_rows(cachet, res):
     res.check("--rows 5 is an error", rc != 0 and "--rows 5" in err, err.strip())
 
 
+def bench_kernels_shapes(cachet, res):
+    """--shapes: one matvec line per shape asked for, in order, and no matmul lines."""
+    rc, out, err = run([cachet, "bench", "kernels", "--quick", "-t", "2", "--types", "Q8_0",
+                        "--shapes", "512x256,96x512"], timeout=600)
+    if not res.check("bench kernels --shapes runs", rc == 0, err.strip()[-300:]):
+        return
+    got = [l.split(":")[0] for l in out.splitlines() if l.startswith("matvec ")]
+    res.check("one matvec line per shape, in order",
+              got == ["matvec Q8_0 512x256", "matvec Q8_0 96x512"], out)
+    res.check("no matmul figures with --shapes",
+              not any(l.startswith("matmul Q8_0") for l in out.splitlines()), out)
+    for bad, says in (("512x100", "whole blocks of 32"), ("512", "not ROWSxCOLS"),
+                      ("0x256", "not ROWSxCOLS"), ("70000x70000x2", "not ROWSxCOLS"),
+                      ("100000x100000000", "more than")):
+        rc, _, err = run([cachet, "bench", "kernels", "--quick", "--types", "Q8_0", "--shapes",
+                          bad])
+        res.check(f"--shapes {bad} is an error", rc != 0 and bad in err and says in err,
+                  err.strip())
+
+
 def bad_input(cachet, res):
     rc, _, err = run([cachet, "bench", "--random", "no-such-preset", "--type", "Q8_0"])
     res.check("unknown preset is an error", rc != 0 and "no-such-preset" in err, err.strip())
@@ -183,6 +203,7 @@ def main():
     bench_model(a.cachet, res)
     bench_kernels(a.cachet, res)
     bench_kernels_rows(a.cachet, res)
+    bench_kernels_shapes(a.cachet, res)
     print(f"{res.passed} passed, {len(res.failed)} failed: {res.failed}")
     return 1 if res.failed else 0
 
