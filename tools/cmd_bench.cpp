@@ -39,8 +39,10 @@ struct Shape {
   int64_t rows, cols;
 };
 const Shape kShapes[] = {{2560, 7680}, {7680, 2560}, {4096, 14336}};
-// The most elements one --shapes matrix may have (a Q4_K matrix of this size is 2.3 GiB).
+// The most elements one --shapes matrix may have, and the most bytes in any type asked for
+// (a matvec figure reads at least two copies).
 constexpr int64_t kMaxShapeElems = int64_t{1} << 32;
+constexpr size_t kMaxShapeBytes = size_t{4} << 30;
 
 // The copies together: well above the largest last-level cache seen on the kind's hosts (480
 // MiB shared, on an Intel host where a 113 MB matrix read again and again ran at 57 GB/s
@@ -76,6 +78,9 @@ std::vector<Shape> parse_shapes(const std::string& list, const std::vector<DType
       const int64_t be = dtype_info(t).block_elems;
       CACHET_CHECK(c % be == 0, "bench kernels: --shapes: ", item, ": ", dtype_name(t),
                    " needs columns in whole blocks of ", be);
+      CACHET_CHECK(row_bytes(t, c) * static_cast<size_t>(r) <= kMaxShapeBytes,
+                   "bench kernels: --shapes: ", item, " in ", dtype_name(t), " is more than ",
+                   kMaxShapeBytes >> 30, " GiB");
     }
     out.push_back(Shape{r, c});
   }

@@ -170,7 +170,7 @@ def bench_kernels_shapes(cachet, res):
               not any(l.startswith("matmul Q8_0") for l in out.splitlines()), out)
     for bad, says in (("512x100", "whole blocks of 32"), ("512", "not ROWSxCOLS"),
                       ("0x256", "not ROWSxCOLS"), ("70000x70000x2", "not ROWSxCOLS"),
-                      ("100000x100000000", "more than")):
+                      ("100000x100000000", "more than"), ("65536x65536", "more than 4 GiB")):
         rc, _, err = run([cachet, "bench", "kernels", "--quick", "--types", "Q8_0", "--shapes",
                           bad])
         res.check(f"--shapes {bad} is an error", rc != 0 and bad in err and says in err,
