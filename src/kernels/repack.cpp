@@ -376,35 +376,47 @@ void q5_1_x16_unpack_row(const uint8_t* chunk, int r, uint8_t* dst) {
 
 namespace {
 
-// What an X16 layout is made of: bytes and columns per chunk (one chunk: 16 rows' blocks at
-// one column position), and the functions that pack 16 rows' blocks into a chunk and take one
-// row's blocks back out.
+// What an X16 layout is made of: the weight type it holds, bytes and columns per chunk (one
+// chunk: 16 rows' blocks at one column position), and the functions that pack 16 rows' blocks
+// into a chunk and take one row's blocks back out. One row per layout, the only place a layout
+// and its type are tied together.
 struct X16Format {
+  MatLayout layout;
+  DType type;
   int64_t chunk_bytes, chunk_cols;
   void (*pack)(const uint8_t* const*, uint8_t*);
   void (*unpack)(const uint8_t*, int, uint8_t*);
 };
-X16Format format(MatLayout l) {
-  switch (l) {
-    case MatLayout::Q4K_X16:
-      return {kern::kX16Chunk, 256, kern::q4k_x16_pack, kern::q4k_x16_unpack_row};
-    case MatLayout::Q6K_X16:
-      return {kern::kQ6X16Chunk, 256, kern::q6k_x16_pack, kern::q6k_x16_unpack_row};
-    case MatLayout::BF16_X16:
-      return {kern::kBf16X16Chunk, 32, kern::bf16_x16_pack, kern::bf16_x16_unpack_row};
-    case MatLayout::Q4_0_X16:
-      return {kern::kQ40X16Chunk, 32, kern::q4_0_x16_pack, kern::q4_0_x16_unpack_row};
-    case MatLayout::Q4_1_X16:
-      return {kern::kQ41X16Chunk, 32, kern::q4_1_x16_pack, kern::q4_1_x16_unpack_row};
-    case MatLayout::Q5K_X16:
-      return {kern::kQ5X16Chunk, 256, kern::q5k_x16_pack, kern::q5k_x16_unpack_row};
-    case MatLayout::Q5_0_X16:
-      return {kern::kQ50X16Chunk, 32, kern::q5_0_x16_pack, kern::q5_0_x16_unpack_row};
-    case MatLayout::Q5_1_X16:
-      return {kern::kQ51X16Chunk, 32, kern::q5_1_x16_pack, kern::q5_1_x16_unpack_row};
-    default:
-      return {kern::kQ8X16Chunk, 32, kern::q8_0_x16_pack, kern::q8_0_x16_unpack_row};
-  }
+constexpr X16Format kX16Formats[] = {
+    {MatLayout::Q4K_X16, DType::Q4_K, kern::kX16Chunk, 256, kern::q4k_x16_pack,
+     kern::q4k_x16_unpack_row},
+    {MatLayout::Q8_0_X16, DType::Q8_0, kern::kQ8X16Chunk, 32, kern::q8_0_x16_pack,
+     kern::q8_0_x16_unpack_row},
+    {MatLayout::Q6K_X16, DType::Q6_K, kern::kQ6X16Chunk, 256, kern::q6k_x16_pack,
+     kern::q6k_x16_unpack_row},
+    {MatLayout::Q4_0_X16, DType::Q4_0, kern::kQ40X16Chunk, 32, kern::q4_0_x16_pack,
+     kern::q4_0_x16_unpack_row},
+    {MatLayout::Q4_1_X16, DType::Q4_1, kern::kQ41X16Chunk, 32, kern::q4_1_x16_pack,
+     kern::q4_1_x16_unpack_row},
+    {MatLayout::Q5K_X16, DType::Q5_K, kern::kQ5X16Chunk, 256, kern::q5k_x16_pack,
+     kern::q5k_x16_unpack_row},
+    {MatLayout::Q5_0_X16, DType::Q5_0, kern::kQ50X16Chunk, 32, kern::q5_0_x16_pack,
+     kern::q5_0_x16_unpack_row},
+    {MatLayout::Q5_1_X16, DType::Q5_1, kern::kQ51X16Chunk, 32, kern::q5_1_x16_pack,
+     kern::q5_1_x16_unpack_row},
+    {MatLayout::BF16_X16, DType::BF16, kern::kBf16X16Chunk, 32, kern::bf16_x16_pack,
+     kern::bf16_x16_unpack_row},
+};
+// The format of layout l, or null for Rows.
+const X16Format* find_format(MatLayout l) {
+  for (const X16Format& f : kX16Formats)
+    if (f.layout == l) return &f;
+  return nullptr;
+}
+const X16Format& format(MatLayout l) {
+  const X16Format* f = find_format(l);
+  CACHET_CHECK(f != nullptr, "repack: no interleaved format for the row layout");
+  return *f;
 }
 
 bool repack_enabled() {
@@ -418,49 +430,23 @@ MatLayout preferred_layout(const MatView& w) {
   if (w.layout != MatLayout::Rows || !repack_enabled() || active_isa() < Isa::Avx512)
     return w.layout;
   if (w.rows < kern::kX16Rows || w.row_stride != row_bytes(w.type, w.cols)) return MatLayout::Rows;
-  if (w.type == DType::Q4_K) return MatLayout::Q4K_X16;
-  if (w.type == DType::Q8_0) return MatLayout::Q8_0_X16;
-  if (w.type == DType::Q6_K) return MatLayout::Q6K_X16;
-  if (w.type == DType::Q4_0) return MatLayout::Q4_0_X16;
-  if (w.type == DType::Q4_1) return MatLayout::Q4_1_X16;
-  if (w.type == DType::Q5_K) return MatLayout::Q5K_X16;
-  if (w.type == DType::Q5_0) return MatLayout::Q5_0_X16;
-  if (w.type == DType::Q5_1) return MatLayout::Q5_1_X16;
-  if (w.type == DType::BF16 && w.cols % 32 == 0) return MatLayout::BF16_X16;
+  // The type's format, where its chunks tile the row (always for the block types, whose
+  // blocks make up a chunk; BF16 rows need a multiple of 32 columns)
+  for (const X16Format& f : kX16Formats)
+    if (f.type == w.type && w.cols % f.chunk_cols == 0) return f.layout;
   return MatLayout::Rows;
 }
 
 DType layout_type(MatLayout layout) {
-  switch (layout) {
-    case MatLayout::Rows:
-      return DType::F32;
-    case MatLayout::Q4K_X16:
-      return DType::Q4_K;
-    case MatLayout::Q8_0_X16:
-      return DType::Q8_0;
-    case MatLayout::Q6K_X16:
-      return DType::Q6_K;
-    case MatLayout::BF16_X16:
-      return DType::BF16;
-    case MatLayout::Q4_0_X16:
-      return DType::Q4_0;
-    case MatLayout::Q4_1_X16:
-      return DType::Q4_1;
-    case MatLayout::Q5K_X16:
-      return DType::Q5_K;
-    case MatLayout::Q5_0_X16:
-      return DType::Q5_0;
-    case MatLayout::Q5_1_X16:
-      return DType::Q5_1;
-  }
-  return DType::F32;
+  const X16Format* f = find_format(layout);
+  return f ? f->type : DType::F32;
 }
 
 PackedMat pack_matrix(const MatView& w, ThreadPool* pool) {
   PackedMat p{nullptr, w};
   const MatLayout layout = preferred_layout(w);
   if (w.layout != MatLayout::Rows || layout == MatLayout::Rows) return p;
-  const X16Format fmt = format(layout);
+  const X16Format& fmt = format(layout);
   const size_t src_block = row_bytes(w.type, fmt.chunk_cols);
   const size_t bytes = w.row_stride * static_cast<size_t>(w.rows);
   p.buf = aligned_buffer(bytes);
@@ -497,7 +483,7 @@ void unpack_row_blocks(const MatView& w, int64_t r, int64_t b0, int64_t nb, uint
   }
   const int64_t g = r / kern::kX16Rows;
   const uint8_t* group = static_cast<const uint8_t*>(w.data) + g * kern::kX16Rows * w.row_stride;
-  const X16Format fmt = format(w.layout);
+  const X16Format& fmt = format(w.layout);
   const int64_t per_chunk = fmt.chunk_cols / dtype_info(w.type).block_elems;  // blocks
   CACHET_CHECK(b0 % per_chunk == 0 && nb % per_chunk == 0, "unpack_row_blocks: blocks [", b0, ", ",
                b0 + nb, ") are not whole ", fmt.chunk_cols, "-column chunks");
