@@ -126,18 +126,19 @@ TEST(RecurrentGemma, LongWindowStepsAgreeAcrossThreadCounts) {
   EXPECT_LE(max_diff(run_chunks(*m2, p, toks, 0), two_threads), 1e-4f);
 }
 
-// Ten query heads on one KV head of 128 dims (as in the 2B: blocks of heads, several 64-column
-// blocks of values, the 4-vector loops) and three threads: the decoding split over keys, heads
-// and columns gives the floats of one thread, f32 and bf16 caches alike.
+// Ten query heads on one KV head of 128 dims (as in the 2B: blocks of heads, tiles of 32 key
+// rows, several 64-column blocks of values, the 4-vector loops) and three threads: the decoding
+// split over keys, heads and columns gives the floats of one thread, f32 and bf16 caches alike,
+// over a window of 300 keys that the ring wraps around.
 TEST(RecurrentGemma, WideAttentionStepsAgreeAcrossThreadCounts) {
   auto c = tiny_config();
   c.num_attention_heads = 10;
   c.head_dim = 128;
   c.lru_width = 40;  // the RG-LRU gates are block-diagonal per head
-  c.attention_window_size = 70;
+  c.attention_window_size = 300;
   c.block_types = {"attention", "recurrent"};
   c.num_hidden_layers = 2;
-  const auto toks = seq(100, 64);
+  const auto toks = seq(400, 64);
   static ThreadPool one(1), three(3);
   for (bool quantized : {false, true}) {
     ModelFiles f = random_recurrent_gemma_files(c, 3, 0.2f);
