@@ -363,7 +363,8 @@ struct MvStage1::Impl {
       // Every (row, head) on its own: each streams its head's keys and values in order.
       // With a bf16 cache, heads go in pairs whose keys, then values, are read side by side:
       // two streams from memory per thread. One stream per thread left the bandwidth unused
-      // (README, "Prefetching a few lines at a time"); each head's outputs are the same.
+      // (`docs/performance-log.md`, "Prefetching a few lines at a time"); each head's outputs are
+      // the same.
       auto attend = [&](int64_t item, int tid) {
         const int64_t r = item / H, h = item % H;
         put_heads(r, h, 1);
