@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`cachet bench` and `cachet bench kernels`: the script-readable lines and their arithmetic.
+"""`cachet bench`, `bench kernels` and `bench-codec`: the script-readable lines and their arithmetic.
 
 Timings are never asserted. Checks: every figure line has its documented form; each roofline or
 bandwidth share is the printed figure over the printed reference; the reference of a figure is
@@ -177,6 +177,27 @@ def bench_kernels_shapes(cachet, res):
                   err.strip())
 
 
+def bench_codec(cachet, res):
+    """`bench-codec`: the first decode of the process, then the best of the repetitions."""
+    rc, out, err = run([cachet, "bench-codec", "--random", "--seconds", "1", "--reps", "2",
+                        "-t", "2"], timeout=300)
+    if not res.check("bench-codec runs", rc == 0, err.strip()[-300:]):
+        return
+    lines = out.splitlines()
+    for i, what in enumerate(("encodec first decode", "encodec decode")):
+        pat = rf"{what}: {NUM} s of audio in {NUM} s \({NUM}x real time\)"
+        m = re.fullmatch(pat, lines[i]) if i < len(lines) else None
+        if not res.check(f"{what} line", m is not None, out):
+            continue
+        audio, secs, rtf = (float(x) for x in m.groups())
+        res.check(f"{what}: one second of audio", abs(audio - 1.0) < 0.05, lines[i])
+        # The factor is printed from unrounded times: within the rounding of the seconds.
+        lo, hi = audio / (secs + 0.005), audio / max(secs - 0.005, 1e-9)
+        res.check(f"{what}: factor is audio over seconds", lo - 0.5 <= rtf <= hi + 0.5, lines[i])
+    rc, _, err = run([cachet, "bench-codec", "--random", "--reps", "0"])
+    res.check("bench-codec --reps 0 is an error", rc != 0 and "--reps" in err, err.strip())
+
+
 def bad_input(cachet, res):
     rc, _, err = run([cachet, "bench", "--random", "no-such-preset", "--type", "Q8_0"])
     res.check("unknown preset is an error", rc != 0 and "no-such-preset" in err, err.strip())
@@ -204,6 +225,7 @@ def main():
     bench_kernels(a.cachet, res)
     bench_kernels_rows(a.cachet, res)
     bench_kernels_shapes(a.cachet, res)
+    bench_codec(a.cachet, res)
     print(f"{res.passed} passed, {len(res.failed)} failed: {res.failed}")
     return 1 if res.failed else 0
 
