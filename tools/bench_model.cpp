@@ -48,6 +48,15 @@ void print_roofline_share(const Probes& p, const std::string& label, double rate
   std::fflush(stdout);
 }
 
+// The lines every model benchmark starts with: what runs, where, and the bytes a step reads.
+void print_header(const std::string& what, const ThreadPool& pool, uint64_t weight_bytes,
+                  const char* unit) {
+  std::printf("model: %s\n", what.c_str());
+  std::printf("threads: %d\n", pool.size());
+  std::printf("cpu: %s\n", cpu_summary().c_str());
+  std::printf("weights read per %s: %.3f GiB\n", unit, weight_bytes / (1024.0 * 1024 * 1024));
+}
+
 double current_rss_gib() {
   std::ifstream in("/proc/self/statm");
   long pages = 0, resident = 0;
@@ -200,10 +209,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
   }
   const ModelInfo& info = model->info();
   const MvStage1Args& a = model->args();
-  std::printf("model: %s\n", what.c_str());
-  std::printf("threads: %d\n", pool.size());
-  std::printf("cpu: %s\n", cpu_summary().c_str());
-  std::printf("weights read per step: %.3f GiB\n", info.weight_bytes / (1024.0 * 1024 * 1024));
+  print_header(what, pool, info.weight_bytes, "step");
   std::fflush(stdout);
 
   const double bw = print_bandwidth(pool);
@@ -298,10 +304,7 @@ int bench_model(const BenchModelArgs& args) {
     what = args.random_name + " " + args.type + " (random weights)";
   }
   const ModelInfo& info = model->info();
-  std::printf("model: %s\n", what.c_str());
-  std::printf("threads: %d\n", pool.size());
-  std::printf("cpu: %s\n", cpu_summary().c_str());
-  std::printf("weights read per token: %.3f GiB\n", info.weight_bytes / (1024.0 * 1024 * 1024));
+  print_header(what, pool, info.weight_bytes, "token");
   std::fflush(stdout);
 
   const double bw = print_bandwidth(pool);

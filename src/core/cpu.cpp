@@ -6,6 +6,7 @@
 #include <unistd.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -106,7 +107,7 @@ std::string cpu_name() {
       __get_cpuid(leaf, &r[0], &r[1], &r[2], &r[3]);
       name.append(reinterpret_cast<const char*>(r), sizeof r);
     }
-    name.resize(name.find('\0') == std::string::npos ? name.size() : name.find('\0'));
+    name.resize(std::min(name.size(), name.find('\0')));
   } else if (__get_cpuid(0, &a, &b, &c, &d)) {
     const unsigned r[3] = {b, d, c};  // the vendor: EBX, EDX, ECX
     name.assign(reinterpret_cast<const char*>(r), sizeof r);

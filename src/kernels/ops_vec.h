@@ -599,49 +599,47 @@ struct VecOps {
             V::hsum(V::add(V::add(s[h][0], s[h][1]), V::add(s[h][2], s[h][3]))) * scale;
     }
   }
-  // Value rows in tiles of kTileRows (32 KiB of f32 at 256 columns), so the passes over the
-  // columns find the tile in the nearest cache.
+  // Rows go in tiles of kTileRows (32 KiB of f32 at 256 columns), so the passes over a tile's
+  // columns, and the blocks of heads after the first, find it in the nearest cache.
   static constexpr int64_t kTileRows = 32;
-  // With `ahead` > 0, the columns [0, n) of the rows kTileRows on, below `ahead`, are asked for
-  // as the first columns' pass goes (rows past count may be the caller's next tile).
+  // One tile: count (at most kTileRows) value rows. With `ahead` > 0, the columns [0, n) of the
+  // rows kTileRows on, below `ahead`, are asked for as the first columns' pass goes (the
+  // caller's next tile).
   template <int HB, typename T>
   static void axpy_rows_block(const float* w, int64_t w_stride, const T* v, int64_t stride,
                               int64_t count, int64_t n, float* y, int64_t y_stride, int64_t ahead) {
     const int64_t run_floats = (n * static_cast<int64_t>(sizeof(T)) + 3) / 4;
-    for (int64_t j0 = 0; j0 < count; j0 += kTileRows) {
-      const int64_t j1 = count - j0 < kTileRows ? count : j0 + kTileRows;
-      int64_t c = 0;
-      for (; c + 4 * W <= n; c += 4 * W) {
-        F acc[HB][4];
-        for (int h = 0; h < HB; ++h)
-          for (int u = 0; u < 4; ++u) acc[h][u] = V::load(y + h * y_stride + c + u * W);
-        for (int64_t j = j0; j < j1; ++j) {
-          if (c == 0 && j + kTileRows < ahead)
-            prefetch_run(reinterpret_cast<const float*>(v + (j + kTileRows) * stride), run_floats);
-          const T* vr = v + j * stride + c;
-          F vv[4];
-          for (int u = 0; u < 4; ++u) vv[u] = load_row(vr + u * W);
-          for (int h = 0; h < HB; ++h) {
-            const F wv = V::set1(w[h * w_stride + j]);
-            for (int u = 0; u < 4; ++u) acc[h][u] = V::fmadd(wv, vv[u], acc[h][u]);
-          }
+    int64_t c = 0;
+    for (; c + 4 * W <= n; c += 4 * W) {
+      F acc[HB][4];
+      for (int h = 0; h < HB; ++h)
+        for (int u = 0; u < 4; ++u) acc[h][u] = V::load(y + h * y_stride + c + u * W);
+      for (int64_t j = 0; j < count; ++j) {
+        if (c == 0 && j + kTileRows < ahead)
+          prefetch_run(reinterpret_cast<const float*>(v + (j + kTileRows) * stride), run_floats);
+        const T* vr = v + j * stride + c;
+        F vv[4];
+        for (int u = 0; u < 4; ++u) vv[u] = load_row(vr + u * W);
+        for (int h = 0; h < HB; ++h) {
+          const F wv = V::set1(w[h * w_stride + j]);
+          for (int u = 0; u < 4; ++u) acc[h][u] = V::fmadd(wv, vv[u], acc[h][u]);
         }
-        for (int h = 0; h < HB; ++h)
-          for (int u = 0; u < 4; ++u) V::store(y + h * y_stride + c + u * W, acc[h][u]);
       }
-      if (c < n) {
-        alignas(64) float tail[4 * W];
-        for (int64_t j = j0; j < j1; ++j) {
-          const T* vr = v + j * stride + c;
-          const float* row;
-          if constexpr (std::is_same_v<T, float>) {
-            row = vr;
-          } else {
-            for (int64_t i = 0; i < n - c; ++i) tail[i] = bf16_to_f32(vr[i]);
-            row = tail;
-          }
-          for (int h = 0; h < HB; ++h) axpy(w[h * w_stride + j], row, y + h * y_stride + c, n - c);
+      for (int h = 0; h < HB; ++h)
+        for (int u = 0; u < 4; ++u) V::store(y + h * y_stride + c + u * W, acc[h][u]);
+    }
+    if (c < n) {
+      alignas(64) float tail[4 * W];
+      for (int64_t j = 0; j < count; ++j) {
+        const T* vr = v + j * stride + c;
+        const float* row;
+        if constexpr (std::is_same_v<T, float>) {
+          row = vr;
+        } else {
+          for (int64_t i = 0; i < n - c; ++i) tail[i] = bf16_to_f32(vr[i]);
+          row = tail;
         }
+        for (int h = 0; h < HB; ++h) axpy(w[h * w_stride + j], row, y + h * y_stride + c, n - c);
       }
     }
   }
@@ -730,33 +728,41 @@ struct VecOps {
                                 int64_t count, int64_t n, float* const* y) {
     axpy_rows_n<2>(w, v, stride, count, n, y);
   }
-  // Both take the rows kTileRows at a time and every block of heads over a tile before the
-  // next, so that a row comes from memory once and from the nearest cache for the other blocks;
-  // the first block asks for the rows ahead. Each output takes the same operations in the same
-  // order as with the blocks outermost, so the values do not depend on the tiling.
+  // fn.template operator()<hb>(h0, j0, rows, ahead) for each tile of kTileRows rows [j0, j0 +
+  // rows) of [0, count) and, within it, each block of heads (by_head_blocks): every block over a
+  // tile before the next tile, so that a row comes from memory once and from the nearest cache
+  // for the other blocks. ahead is count - j0 for the first block, which asks for the rows
+  // ahead, and 0 for the others.
+  template <typename Fn>
+  static void by_tiles_and_head_blocks(int64_t count, int64_t nh, Fn&& fn) {
+    for (int64_t j0 = 0; j0 < count; j0 += kTileRows) {
+      const int64_t rows = count - j0 < kTileRows ? count - j0 : kTileRows;
+      by_head_blocks(nh, [&]<int HB>(int64_t h0) {
+        fn.template operator()<HB>(h0, j0, rows, h0 == 0 ? count - j0 : 0);
+      });
+    }
+  }
+  // Each output takes the same operations in the same order as with the blocks of heads
+  // outermost, so the values do not depend on the tiling.
   template <typename T>
   static void dot_rows_heads(const float* q, int64_t nh, int64_t q_stride, const T* k,
                              int64_t stride, int64_t count, int64_t n, float scale, float* out,
                              int64_t out_stride) {
-    for (int64_t j0 = 0; j0 < count; j0 += kTileRows) {
-      const int64_t rows = count - j0 < kTileRows ? count - j0 : kTileRows;
-      by_head_blocks(nh, [&]<int HB>(int64_t h0) {
-        dot_rows_block<HB>(q + h0 * q_stride, q_stride, k + j0 * stride, stride, rows, n, scale,
-                           out + h0 * out_stride + j0, out_stride, h0 == 0 ? count - j0 : 0);
-      });
-    }
+    by_tiles_and_head_blocks(
+        count, nh, [&]<int HB>(int64_t h0, int64_t j0, int64_t rows, int64_t ahead) {
+          dot_rows_block<HB>(q + h0 * q_stride, q_stride, k + j0 * stride, stride, rows, n, scale,
+                             out + h0 * out_stride + j0, out_stride, ahead);
+        });
   }
   template <typename T>
   static void axpy_rows_heads(const float* w, int64_t nh, int64_t w_stride, const T* v,
                               int64_t stride, int64_t count, int64_t n, float* y,
                               int64_t y_stride) {
-    for (int64_t j0 = 0; j0 < count; j0 += kTileRows) {
-      const int64_t rows = count - j0 < kTileRows ? count - j0 : kTileRows;
-      by_head_blocks(nh, [&]<int HB>(int64_t h0) {
-        axpy_rows_block<HB>(w + h0 * w_stride + j0, w_stride, v + j0 * stride, stride, rows, n,
-                            y + h0 * y_stride, y_stride, h0 == 0 ? count - j0 : 0);
-      });
-    }
+    by_tiles_and_head_blocks(
+        count, nh, [&]<int HB>(int64_t h0, int64_t j0, int64_t rows, int64_t ahead) {
+          axpy_rows_block<HB>(w + h0 * w_stride + j0, w_stride, v + j0 * stride, stride, rows, n,
+                              y + h0 * y_stride, y_stride, ahead);
+        });
   }
 
   // K at most kMaxTaps (callers check).
