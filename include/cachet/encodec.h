@@ -6,7 +6,9 @@
 // Weights come from an HF EnCodec directory (config.json + model.safetensors); weight-norm
 // pairs (weight_g / weight_v, or parametrizations.weight.original0 / original1) are folded at
 // load into plain f32 weights, which are accepted too. Activations are time-major [L][C] and
-// every convolution runs as a GEMM through cachet::matmul on the thread pool.
+// every convolution runs as a GEMM through cachet::matmul on the thread pool. A causal decoder
+// (the 24 kHz model) runs a piece of frames at a time and gives the samples of a decode in one
+// piece, bit for bit, with working memory of the size of a piece whatever the input's length.
 #pragma once
 #include <cstdint>
 #include <memory>

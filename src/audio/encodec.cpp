@@ -6,7 +6,7 @@
 //                    = sum_{m,c} W[c][o][r + m*s] * x[q - m][c]  (m < ceil(K/s)),
 // so the GEMM output rows are directly the time-major output, s samples per row. The input rows
 // a GEMM row needs are gathered (im2col) into a bounded buffer, then cachet::matmul runs with f32
-// weights on the pool.
+// weights on the pool. Causal decoders run a piece of frames at a time ("Decoding in pieces").
 #include "cachet/encodec.h"
 
 #include "cachet/hash.h"
@@ -188,9 +188,16 @@ struct Buf {
   }
 };
 
-// Activations and scratch of one decode, reused across layers (and across calls).
+// Activations and scratch of one decode, reused across layers and pieces (and across calls).
 struct Work {
   Buf a, b, h1, h2, pad, col, gates;
+  Buf frames;  // the layers after the LSTM take their input rows from here
+};
+
+// Where the stacked LSTM stands: each layer's h and c, and how many rows it has taken.
+struct LstmState {
+  std::vector<float> h, c;  // [layers][hidden]
+  int64_t rows = 0;
 };
 
 struct ConvW {
@@ -697,25 +704,24 @@ void tanh_inplace(float* x, int64_t n) {  // tanh(x) = 2 sigmoid(2x) - 1
   for (int64_t i = 0; i < n; ++i) x[i] = 2.0f * x[i] - 1.0f;
 }
 
-// The stacked LSTM over x [T][h] plus the skip, into out: LSTM(x) + x.
-void lstm_forward(const LstmW& m, const float* x, int64_t T, Buf& out, Work& w, ThreadPool& pool) {
+// The stacked LSTM with its skip over n more rows x [n][h], into io [n][h]: LSTM(x) + x,
+// continuing from and advancing the state st (zero at the start of a decode).
+void lstm_rows(const LstmW& m, const float* x, int64_t n, float* io, LstmState& st, Work& w,
+               ThreadPool& pool) {
   const int64_t h = m.h, g4 = 4 * h;
-  float* io = out.get(T * h);
-  std::memcpy(io, x, static_cast<size_t>(T * h) * sizeof(float));
-  float* gates = w.gates.get(T * g4 + g4 + 2 * h + h);
-  float* rec = gates + T * g4;
-  float* hs = rec + g4;
-  float* cs = hs + h;
-  float* tc = cs + h;
+  std::memcpy(io, x, static_cast<size_t>(n * h) * sizeof(float));
+  float* gates = w.gates.get(n * g4 + g4 + h);
+  float* rec = gates + n * g4;
+  float* tc = rec + g4;
   for (size_t l = 0; l < m.wih.size(); ++l) {
     const MatView wih{DType::F32, g4, h, m.wih[l].data(), static_cast<size_t>(h) * sizeof(float)};
     const MatView whh{DType::F32, g4, h, m.whh[l].data(), static_cast<size_t>(h) * sizeof(float)};
-    matmul(wih, io, T, gates, pool);
-    std::fill(hs, hs + h, 0.0f);
-    std::fill(cs, cs + h, 0.0f);
-    for (int64_t t = 0; t < T; ++t) {
+    float* hs = st.h.data() + static_cast<int64_t>(l) * h;
+    float* cs = st.c.data() + static_cast<int64_t>(l) * h;
+    matmul(wih, io, n, gates, pool);
+    for (int64_t t = 0; t < n; ++t) {
       float* g = gates + t * g4;
-      if (t > 0) {
+      if (st.rows + t > 0) {  // h is zero before the first row
         matvec(whh, hs, rec, pool);
         ops::add(g, rec, g, g4);
       }
@@ -730,7 +736,8 @@ void lstm_forward(const LstmW& m, const float* x, int64_t T, Buf& out, Work& w, 
       for (int64_t i = 0; i < h; ++i) hs[i] = o[i] = g[3 * h + i] * tc[i];
     }
   }
-  ops::add(io, x, io, T * h);
+  st.rows += n;
+  ops::add(io, x, io, n * h);
 }
 
 }  // namespace
@@ -811,13 +818,78 @@ std::vector<float> EncodecDecoder::embed(const std::vector<std::vector<int32_t>>
 
 namespace {
 
-// Grows the buffers once to (about) the largest size the layers of a T-frame decode need, so
-// that a first decode does not reallocate them layer after layer. An underestimate only means
-// a later reallocation.
-void reserve(const EncodecConfig& c, int64_t T, Work& w) {
-  int64_t L = T, cur = static_cast<int64_t>(c.num_filters) << c.upsampling_ratios.size();
-  int64_t act = T * cur, pad = (T + c.kernel_size) * c.hidden_size, h1 = 0, h2 = 0;
-  int64_t dil = 1;
+// Decoding in pieces
+//
+// With causal convolutions, transposed ones trimmed on the right only (trim_right_ratio 1) and
+// no GroupNorm over time, a sample depends on the frames up to its own and on a bounded number
+// before them. (At the very start of the input the reflect padding of a convolution copies a
+// few rows after the start, so the first piece must be longer than any padding: min_piece.)
+// Such a decoder runs a piece of frames at a time: the first convolution over the piece's
+// embeddings and the rows before them that it reaches back to, the LSTM continuing from where
+// the previous piece left it, and the layers after it over the piece's rows and as many
+// before them as their kernels reach back (stack_context). Every sample then comes from the
+// same arithmetic as in a whole decode, and the activations are the size of a piece, not of
+// the whole input: for the 24 kHz model and 96 frames (1.28 s), about 4 MiB each, paged in
+// once per process rather than per second of audio. Other configurations decode in one piece.
+
+constexpr int64_t kPieceFrames = 96;
+
+// Frames per piece: CACHET_ENCODEC_PIECE where the environment sets it (tests use short
+// pieces), else kPieceFrames.
+int64_t piece_frames() {
+  if (const char* v = std::getenv("CACHET_ENCODEC_PIECE"); v && *v) {
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (*end != '\0' || n <= 0)
+      fail("CACHET_ENCODEC_PIECE='", v, "': expected a positive number of frames");
+    return n;
+  }
+  return kPieceFrames;
+}
+
+bool decodes_in_pieces(const EncodecConfig& c) {
+  return c.use_causal_conv && c.trim_right_ratio == 1.0 && c.norm_type != "time_group_norm";
+}
+
+int64_t reach(const ConvW& c) {  // rows of input before an output row that it depends on
+  return static_cast<int64_t>(c.k - 1) * c.dil;
+}
+
+// Rows of the LSTM's output before a piece's first that the layers after it need so that the
+// piece's samples are those of a whole decode: from the last layer back, each convolution adds
+// its reach, and a transposed one with stride s and kernel k turns a need of r output rows into
+// ceil((r + k - s) / s) input rows (output row n takes input rows n / s and k / s - 1 before).
+int64_t stack_context(const EncodecDecoder::Impl& m) {
+  int64_t need = reach(m.last);
+  for (auto st = m.stages.rbegin(); st != m.stages.rend(); ++st) {
+    for (auto rb = st->res.rbegin(); rb != st->res.rend(); ++rb) {
+      int64_t branch = 0;
+      for (const ConvW& c : rb->convs) branch += reach(c);
+      need += std::max(branch, rb->conv_shortcut ? reach(rb->shortcut) : int64_t{0});
+    }
+    need = (need + st->up.k - st->up.stride + st->up.stride - 1) / st->up.stride;
+  }
+  return need;
+}
+
+// The fewest frames a piece may have: every convolution's input in the first piece must be
+// longer than its padding, or HF's reflect rule for short inputs would apply to the piece
+// and not to the whole input.
+int64_t min_piece(const EncodecDecoder::Impl& m) {
+  int64_t r = reach(m.first);
+  for (const StageW& st : m.stages)
+    for (const ResBlockW& rb : st.res)
+      for (const ConvW& c : rb.convs) r = std::max(r, reach(c));
+  return std::max(r, reach(m.last)) + 1;
+}
+
+// Grows the buffers once to (about) the largest size the layers of a piece of `frames` rows
+// need (`first` rows into the first convolution), so that a first decode does not reallocate
+// them layer after layer. An underestimate only means a later reallocation.
+void reserve(const EncodecConfig& c, int64_t frames, int64_t first, Work& w) {
+  int64_t L = frames, cur = static_cast<int64_t>(c.num_filters) << c.upsampling_ratios.size();
+  int64_t act = std::max(frames, first) * cur, pad = (first + c.kernel_size) * c.hidden_size;
+  int64_t h1 = 0, h2 = 0, dil = 1;
   for (int j = 1; j < c.num_residual_layers; ++j) dil *= c.dilation_growth_rate;
   for (int r : c.upsampling_ratios) {
     pad = std::max(pad, (L + 4) * cur);
@@ -830,8 +902,10 @@ void reserve(const EncodecConfig& c, int64_t T, Work& w) {
   }
   pad = std::max(pad, (L + c.last_kernel_size) * c.num_filters);
   act = std::max(act, L * c.audio_channels);
-  const int64_t total = 2 * act + pad + h1 + h2;
-  CACHET_CHECK(total <= kMaxWorkFloats, "EnCodec: ", T, " frames (", L, " samples) need ",
+  const int64_t dim = static_cast<int64_t>(c.num_filters) << c.upsampling_ratios.size();
+  const int64_t rows = frames * dim, gates = (first + 2) * 4 * dim;  // as lstm_rows takes
+  const int64_t total = 2 * act + pad + h1 + h2 + rows + gates;
+  CACHET_CHECK(total <= kMaxWorkFloats, "EnCodec: ", frames, " frames (", L, " samples) need ",
                total * 4 / (1 << 20), " MiB of activations, more than the ",
                kMaxWorkFloats * 4 / (1 << 20), " MiB one decode may use; decode shorter pieces");
   w.a.get(act);
@@ -839,22 +913,21 @@ void reserve(const EncodecConfig& c, int64_t T, Work& w) {
   w.pad.get(pad);
   w.h1.get(h1);
   w.h2.get(h2);
+  w.frames.get(rows);
+  if (c.num_lstm_layers > 0) w.gates.get(gates);
 }
 
-void decode_into(const EncodecDecoder::Impl& m, const std::vector<float>& emb, int64_t T, Work& w,
-                 std::vector<std::vector<float>>& out, ThreadPool& pool) {
+// The layers after the LSTM over x [L][dim] (not in w's buffers): the samples, L * hop rows
+// of audio_channels, in the buffer returned.
+const float* upsample(const EncodecDecoder::Impl& m, const float* x, int64_t L, Work& w,
+                      ThreadPool& pool) {
   const EncodecConfig& cfg = m.cfg;
   const PadMode pm = m.pad_mode;
-  reserve(cfg, T, w);
+  const int64_t samples = L * cfg.hop_length();
   Buf* cur = &w.a;
   Buf* nxt = &w.b;
-  int64_t L = conv1d(cfg, pm, m.first, emb.data(), T, false, *cur, w, pool);
-  if (!m.lstm.wih.empty()) {
-    lstm_forward(m.lstm, cur->data(), L, *nxt, w, pool);
-    std::swap(cur, nxt);
-  }
   for (const StageW& st : m.stages) {
-    L = conv_transpose1d(cfg, st.up, cur->data(), L, *nxt, w, pool);
+    L = conv_transpose1d(cfg, st.up, x, L, *nxt, w, pool);
     std::swap(cur, nxt);
     for (const ResBlockW& rb : st.res) {
       const int64_t L1 = conv1d(cfg, pm, rb.convs[0], cur->data(), L, true, w.h1, w, pool);
@@ -873,14 +946,56 @@ void decode_into(const EncodecDecoder::Impl& m, const std::vector<float>& emb, i
       });
       L = L2;
     }
+    x = cur->data();
   }
-  L = conv1d(cfg, pm, m.last, cur->data(), L, true, *nxt, w, pool);
+  L = conv1d(cfg, pm, m.last, x, L, true, *nxt, w, pool);
+  CACHET_CHECK(L == samples, "EnCodec: the decoder gave ", L, " samples, not ", samples);
+  return nxt->data();
+}
+
+void decode_into(const EncodecDecoder::Impl& m, const std::vector<float>& emb, int64_t T, Work& w,
+                 std::vector<std::vector<float>>& out, ThreadPool& pool) {
+  const EncodecConfig& cfg = m.cfg;
+  const bool pieces = decodes_in_pieces(cfg);
+  // Pieces of about equal size: the last is not a few frames, whose products would take
+  // matmul's path for a few rows (another order of sums, so not the same floats), and each is
+  // at least min_piece long.
+  const int64_t most = pieces ? std::max(piece_frames(), min_piece(m)) : T;
+  const int64_t count = std::max<int64_t>(1, std::min((T + most - 1) / most, T / min_piece(m)));
+  const int64_t piece = (T + count - 1) / count;             // the longest
+  const int64_t before_first = pieces ? reach(m.first) : 0;  // rows before a piece, per layer
+  const int64_t before_stack = pieces ? stack_context(m) : 0;
+  const int64_t E = m.first.cin, D = m.first.cout, hop = cfg.hop_length();
   const int C = cfg.audio_channels;
-  const float* x = nxt->data();
-  for (int ch = 0; ch < C; ++ch) {
-    auto& o = out[static_cast<size_t>(ch)];
-    o.resize(static_cast<size_t>(L));
-    for (int64_t t = 0; t < L; ++t) o[static_cast<size_t>(t)] = x[t * C + ch];
+  reserve(cfg, piece + before_stack, piece + before_first, w);
+  for (auto& o : out) o.assign(static_cast<size_t>(T * hop), 0.0f);
+  LstmState lstm;
+  lstm.h.assign(m.lstm.wih.size() * static_cast<size_t>(m.lstm.h), 0.0f);
+  lstm.c = lstm.h;
+  float* rows = w.frames.get((piece + before_stack) * D);
+  int64_t kept = 0;  // rows of the previous pieces at the front of `rows`
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t a = T * k / count, b = T * (k + 1) / count, n = b - a;
+    const int64_t a1 = std::max<int64_t>(0, a - before_first);
+    const int64_t L0 =
+        conv1d(cfg, m.pad_mode, m.first, emb.data() + a1 * E, b - a1, false, w.a, w, pool);
+    CACHET_CHECK(L0 == b - a1, "EnCodec: first convolution gave ", L0, " rows for ", b - a1);
+    const float* x = w.a.data() + (a - a1) * D;
+    float* dst = rows + kept * D;
+    if (m.lstm.wih.empty())
+      std::memcpy(dst, x, static_cast<size_t>(n * D) * sizeof(float));
+    else
+      lstm_rows(m.lstm, x, n, dst, lstm, w, pool);
+    const int64_t L = kept + n;
+    const float* y = upsample(m, rows, L, w, pool);
+    for (int ch = 0; ch < C; ++ch) {
+      float* o = out[static_cast<size_t>(ch)].data() + a * hop;
+      const float* src = y + kept * hop * C + ch;
+      for (int64_t t = 0; t < n * hop; ++t) o[t] = src[t * C];
+    }
+    const int64_t keep = std::min(before_stack, L);
+    std::memmove(rows, rows + (L - keep) * D, static_cast<size_t>(keep * D) * sizeof(float));
+    kept = keep;
   }
 }
 

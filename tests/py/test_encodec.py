@@ -33,8 +33,8 @@ from harness import Results  # noqa: E402
 TOL = 1e-4
 
 
-def run(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+def run(cmd, env=None):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
 
 
 def write_codes(path, codes):
@@ -42,14 +42,17 @@ def write_codes(path, codes):
         json.dump({"codes": codes}, f)
 
 
-def decode_cli(args, model_dir, codes, out, raw=True, extra=()):
+def decode_cli(args, model_dir, codes, out, raw=True, extra=(), piece=None):
     cpath = out + ".json"
     write_codes(cpath, codes)
     cmd = [args.cachet, "codec-decode", "--encodec", model_dir, "--codes", cpath, "-o", out]
     if raw:
         cmd.append("--raw")
     cmd += list(extra)
-    return run(cmd)
+    env = None
+    if piece is not None:  # at most this many frames a piece (causal decoders)
+        env = dict(os.environ, CACHET_ENCODEC_PIECE=str(piece))
+    return run(cmd, env)
 
 
 CASES = [
@@ -72,15 +75,26 @@ CASES = [
               "codebook_size": 128}, "weight_norm", torch.float32, [(8, 300)]),
 ]
 
+# Causal decoders run a piece of frames at a time (300 frames above are four pieces by
+# default); these cases cut their input into short pieces, at most this many frames each.
+PIECE_CASES = [
+    ("causal_reflect_pieces", {}, "weight_norm", torch.float32, [(8, 37), (3, 20)], 5),
+    ("stereo_no_shortcut_pieces",
+     {"audio_channels": 2, "use_conv_shortcut": False, "num_lstm_layers": 1,
+      "upsampling_ratios": [4, 3, 2], "dilation_growth_rate": 3, "num_residual_layers": 2,
+      "compress": 4, "num_filters": 8},
+     "weight_norm", torch.float32, [(8, 41)], 11),
+]
 
-def compare_case(args, res, name, overrides, style, dtype, shapes, seed):
+
+def compare_case(args, res, name, overrides, style, dtype, shapes, seed, piece=None):
     d = os.path.join(args.workdir, name)
     cfg = ref.write_tiny_encodec(d, seed=seed, weight_style=style, dtype=dtype, **overrides)
     hop = int(np.prod(cfg["upsampling_ratios"]))
     for n_q, T in shapes:
         codes = ref.random_codes(n_q, T, cfg["codebook_size"], seed=seed * 100 + T)
         out = os.path.join(args.workdir, f"{name}_{n_q}x{T}.wav")
-        r = decode_cli(args, d, codes, out)
+        r = decode_cli(args, d, codes, out, piece=piece)
         tag = f"{name} n_q={n_q} T={T}"
         if not res.check(tag + " runs", r.returncode == 0, r.stderr.strip()[-400:]):
             continue
@@ -172,6 +186,8 @@ def main():
     res = Results()
     for i, (name, overrides, style, dtype, shapes) in enumerate(CASES):
         compare_case(args, res, name, overrides, style, dtype, shapes, seed=i + 1)
+    for i, (name, overrides, style, dtype, shapes, piece) in enumerate(PIECE_CASES):
+        compare_case(args, res, name, overrides, style, dtype, shapes, seed=50 + i, piece=piece)
     loudness_case(args, res)
     error_cases(args, res)
     print(f"\n{res.passed} passed, {len(res.failed)} failed")

@@ -248,9 +248,58 @@ TEST(EncodecTest, RealShapeRandomWeights) {
   const auto e = dec->embed(codes);
   EXPECT_EQ(e.size(), 3u * 128);
   EXPECT_TRUE(dec->decode_mono(random_codes(8, 0, 1024, 4), pool).empty());
-  // Half an hour of codes would need tens of GiB of activations: refused before allocating.
-  const std::string err = error_of([&] { dec->decode(random_codes(1, 135000, 1024, 4), pool); });
+  // A non-causal decoder takes the whole input at once: half an hour of codes would need tens
+  // of GiB of activations, refused before allocating. (The causal one decodes in pieces.)
+  EncodecConfig nc;
+  nc.use_causal_conv = false;
+  const std::string err = error_of(
+      [&] { EncodecDecoder::random(nc, 1)->decode(random_codes(1, 135000, 1024, 4), pool); });
   EXPECT_NE(err.find("decode shorter pieces"), std::string::npos) << err;
+}
+
+// CACHET_ENCODEC_PIECE set while it lives: the frames a causal decode takes at a time.
+struct PieceEnv {
+  explicit PieceEnv(const char* frames) { setenv("CACHET_ENCODEC_PIECE", frames, 1); }
+  ~PieceEnv() { unsetenv("CACHET_ENCODEC_PIECE"); }
+  PieceEnv(const PieceEnv&) = delete;
+  PieceEnv& operator=(const PieceEnv&) = delete;
+};
+
+// A causal decoder runs a piece of frames at a time (its LSTM carrying its state, its
+// convolutions taking the rows before the piece that they reach back to): every way of cutting
+// the input gives the samples of a decode in one piece, bit for bit.
+TEST(EncodecTest, PiecesGiveTheWholeDecode) {
+  EncodecConfig c = tiny_config();
+  c.num_lstm_layers = 2;
+  for (const bool shortcut : {true, false}) {
+    c.use_conv_shortcut = shortcut;
+    const auto dec = EncodecDecoder::random(c, 5);
+    cachet::ThreadPool two(2);
+    const Codes codes = random_codes(4, 61, c.codebook_size, 7);
+    std::vector<float> whole;
+    {
+      PieceEnv env("1000");
+      whole = dec->decode_mono(codes, two);
+    }
+    ASSERT_EQ(whole.size(), 61u * 6);
+    // At most this many frames a piece, in pieces of about equal size. 1 is below the fewest
+    // a piece may have (a convolution's padding plus one) and is raised to that.
+    for (const char* frames : {"1", "5", "6", "7", "13", "32", "60", "61"}) {
+      PieceEnv env(frames);
+      EXPECT_EQ(dec->decode_mono(codes, two), whole) << frames << " frames a piece";
+    }
+  }
+  // By default the 24 kHz model's shape decodes at most 96 frames at a time: 200 frames are
+  // three pieces (66, 67 and 67 frames).
+  const auto big = EncodecDecoder::random(EncodecConfig{}, 2);
+  cachet::ThreadPool pool(2);
+  const Codes codes = random_codes(2, 200, 1024, 8);
+  const auto pieces = big->decode_mono(codes, pool);
+  PieceEnv env("200");
+  EXPECT_EQ(big->decode_mono(codes, pool), pieces);
+  PieceEnv bad("0");
+  EXPECT_NE(error_of([&] { big->decode_mono(codes, pool); }).find("CACHET_ENCODEC_PIECE"),
+            std::string::npos);
 }
 
 TEST(EncodecTest, BadCodesAndFiles) {
