@@ -50,8 +50,9 @@ def decode_cli(args, model_dir, codes, out, raw=True, extra=(), piece=None):
         cmd.append("--raw")
     cmd += list(extra)
     env = None
-    if piece is not None:  # at most this many frames a piece (causal decoders)
-        env = dict(os.environ, CACHET_ENCODEC_PIECE=str(piece))
+    if piece is not None:  # (at most this many frames a piece, pieces a group): causal decoders
+        env = dict(os.environ, CACHET_ENCODEC_PIECE=str(piece[0]),
+                   CACHET_ENCODEC_GROUP=str(piece[1]))
     return run(cmd, env)
 
 
@@ -75,15 +76,17 @@ CASES = [
               "codebook_size": 128}, "weight_norm", torch.float32, [(8, 300)]),
 ]
 
-# Causal decoders run a piece of frames at a time (300 frames above are four pieces by
-# default); these cases cut their input into short pieces, at most this many frames each.
+# Causal decoders run a piece of frames at a time through the layers after the LSTM, and
+# groups of pieces through the first convolution and the LSTM (300 frames above are four pieces
+# in one group by default); these cases cut their input into short pieces (at most this many
+# frames each) and small groups (this many pieces each).
 PIECE_CASES = [
-    ("causal_reflect_pieces", {}, "weight_norm", torch.float32, [(8, 37), (3, 20)], 5),
+    ("causal_reflect_pieces", {}, "weight_norm", torch.float32, [(8, 37), (3, 20)], (5, 2)),
     ("stereo_no_shortcut_pieces",
      {"audio_channels": 2, "use_conv_shortcut": False, "num_lstm_layers": 1,
       "upsampling_ratios": [4, 3, 2], "dilation_growth_rate": 3, "num_residual_layers": 2,
       "compress": 4, "num_filters": 8},
-     "weight_norm", torch.float32, [(8, 41)], 11),
+     "weight_norm", torch.float32, [(8, 41)], (11, 1)),
 ]
 
 

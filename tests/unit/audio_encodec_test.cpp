@@ -257,12 +257,17 @@ TEST(EncodecTest, RealShapeRandomWeights) {
   EXPECT_NE(err.find("decode shorter pieces"), std::string::npos) << err;
 }
 
-// CACHET_ENCODEC_PIECE set while it lives: the frames a causal decode takes at a time.
-struct PieceEnv {
-  explicit PieceEnv(const char* frames) { setenv("CACHET_ENCODEC_PIECE", frames, 1); }
-  ~PieceEnv() { unsetenv("CACHET_ENCODEC_PIECE"); }
-  PieceEnv(const PieceEnv&) = delete;
-  PieceEnv& operator=(const PieceEnv&) = delete;
+// An environment variable set while it lives: CACHET_ENCODEC_PIECE, the most frames a causal
+// decode takes through its upsampling layers at a time, or CACHET_ENCODEC_GROUP, the pieces
+// its first convolution and LSTM take at a time.
+struct EnvVar {
+  EnvVar(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~EnvVar() { unsetenv(name_); }
+  EnvVar(const EnvVar&) = delete;
+  EnvVar& operator=(const EnvVar&) = delete;
+
+ private:
+  const char* name_;
 };
 
 // A causal decoder runs a piece of frames at a time (its LSTM carrying its state, its
@@ -278,28 +283,35 @@ TEST(EncodecTest, PiecesGiveTheWholeDecode) {
     const Codes codes = random_codes(4, 61, c.codebook_size, 7);
     std::vector<float> whole;
     {
-      PieceEnv env("1000");
+      EnvVar env("CACHET_ENCODEC_PIECE", "1000");
       whole = dec->decode_mono(codes, two);
     }
     ASSERT_EQ(whole.size(), 61u * 6);
     // At most this many frames a piece, in pieces of about equal size. 1 is below the fewest
     // a piece may have (a convolution's padding plus one) and is raised to that.
-    for (const char* frames : {"1", "5", "6", "7", "13", "32", "60", "61"}) {
-      PieceEnv env(frames);
-      EXPECT_EQ(dec->decode_mono(codes, two), whole) << frames << " frames a piece";
-    }
+    for (const char* frames : {"1", "5", "6", "7", "13", "32", "60", "61"})
+      for (const char* group : {"1", "2", "3", "100"}) {
+        EnvVar p("CACHET_ENCODEC_PIECE", frames), g("CACHET_ENCODEC_GROUP", group);
+        EXPECT_EQ(dec->decode_mono(codes, two), whole)
+            << frames << " frames a piece, " << group << " pieces a group";
+      }
   }
   // By default the 24 kHz model's shape decodes at most 96 frames at a time: 200 frames are
-  // three pieces (66, 67 and 67 frames).
+  // three pieces (66, 67 and 67 frames), in one group.
   const auto big = EncodecDecoder::random(EncodecConfig{}, 2);
   cachet::ThreadPool pool(2);
   const Codes codes = random_codes(2, 200, 1024, 8);
   const auto pieces = big->decode_mono(codes, pool);
-  PieceEnv env("200");
+  {
+    EnvVar g("CACHET_ENCODEC_GROUP", "2");
+    EXPECT_EQ(big->decode_mono(codes, pool), pieces);
+  }
+  EnvVar env("CACHET_ENCODEC_PIECE", "200");
   EXPECT_EQ(big->decode_mono(codes, pool), pieces);
-  PieceEnv bad("0");
-  EXPECT_NE(error_of([&] { big->decode_mono(codes, pool); }).find("CACHET_ENCODEC_PIECE"),
-            std::string::npos);
+  for (const char* name : {"CACHET_ENCODEC_PIECE", "CACHET_ENCODEC_GROUP"}) {
+    EnvVar bad(name, "0");
+    EXPECT_NE(error_of([&] { big->decode_mono(codes, pool); }).find(name), std::string::npos);
+  }
 }
 
 TEST(EncodecTest, BadCodesAndFiles) {
