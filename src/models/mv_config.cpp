@@ -4,12 +4,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "cachet/error.h"
 #include "cachet/metavoice_gpt.h"
 #include "cachet/model_files.h"
-#include "rg_weights.h"
 
 namespace cachet {
 
@@ -32,10 +32,16 @@ bool present(const nlohmann::json& a, const char* key) {
 int64_t get_int(const nlohmann::json& a, const char* key, int64_t def, const std::string& where) {
   if (!present(a, key)) return def;
   const auto& v = a.at(key);
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float()) {
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() &&
+        v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail(where, ": model_args field '", key, "' = ", v.dump(), " is out of range");
+    return v.get<int64_t>();
+  }
+  if (v.is_number_float()) {  // a whole number written as 2048.0; beyond 2^53 not exact
     const double d = v.get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15)
+      return static_cast<int64_t>(d);
   }
   fail(where, ": model_args field '", key, "' is not an integer");
 }
@@ -289,23 +295,6 @@ MvStage1Args mv_stage1_args(const std::string& dir) {
 }
 MvStage2Args mv_stage2_args(const std::string& dir) {
   return stage2_from(mv_dir_config(dir), dir);
-}
-
-std::vector<float> mv_read_speaker_embedding(const std::string& path, int64_t dim) {
-  ModelFiles f = ModelFiles::open(path);
-  const Tensor* t = f.find("spk_emb");
-  if (!t) fail(path, ": missing tensor 'spk_emb'");
-  if (t->numel() != dim)
-    fail(path, ": tensor 'spk_emb' has shape ", t->shape_str(), ", expected ", dim,
-         " values (e.g. [1, ", dim, "])");
-  if (!t->contiguous()) fail(path, ": tensor 'spk_emb' is not contiguous");
-  Tensor flat = *t;
-  flat.shape = {dim};
-  flat.strides = {1};
-  std::vector<float> v = models::to_f32(flat);
-  for (size_t i = 0; i < v.size(); ++i)
-    if (!std::isfinite(v[i])) fail(path, ": tensor 'spk_emb' holds a non-finite value at ", i);
-  return v;
 }
 
 }  // namespace cachet

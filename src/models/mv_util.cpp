@@ -1,9 +1,11 @@
 #include "mv_util.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
 
 #include "cachet/error.h"
+#include "cachet/metavoice_gpt.h"
 #include "rg_weights.h"
 
 namespace cachet::models {
@@ -64,3 +66,24 @@ MvKvState& own_kv_state(State& s, const MvKvLayout& layout, const char* what) {
 }
 
 }  // namespace cachet::models
+
+namespace cachet {
+
+std::vector<float> mv_read_speaker_embedding(const std::string& path, int64_t dim) {
+  ModelFiles f = ModelFiles::open(path);
+  const Tensor* t = f.find("spk_emb");
+  if (!t) fail(path, ": missing tensor 'spk_emb'");
+  if (t->numel() != dim)
+    fail(path, ": tensor 'spk_emb' has shape ", t->shape_str(), ", expected ", dim,
+         " values (e.g. [1, ", dim, "])");
+  if (!t->contiguous()) fail(path, ": tensor 'spk_emb' is not contiguous");
+  Tensor flat = *t;
+  flat.shape = {dim};
+  flat.strides = {1};
+  std::vector<float> v = models::to_f32(flat);
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i])) fail(path, ": tensor 'spk_emb' holds a non-finite value at ", i);
+  return v;
+}
+
+}  // namespace cachet

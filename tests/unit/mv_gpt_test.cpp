@@ -698,6 +698,12 @@ TEST(MvGptConfig, BadValuesNameTheField) {
   EXPECT_NE(err1({{"dim", 100}, {"n_head", 3}}).find("n_head"), std::string::npos);
   EXPECT_NE(err1({{"n_layer", "two"}}).find("n_layer"), std::string::npos);
   EXPECT_NE(err1({{"n_local_heads", 5}}).find("n_local_heads"), std::string::npos);
+  // Integers written as floats are read when whole and in range; 1e300 (past int64) and an
+  // unsigned past int64 are errors, not an overflow (found by fuzz_configs).
+  EXPECT_EQ(MvStage1Args::from_json({{"model_args", {{"n_layer", 12.0}}}}, "c").n_layer, 12);
+  EXPECT_NE(err1({{"n_layer", 1e300}}).find("n_layer"), std::string::npos);
+  EXPECT_NE(err1({{"n_layer", 2.5}}).find("n_layer"), std::string::npos);
+  EXPECT_NE(err1({{"dim", 18446744073709551615ull}}).find("dim"), std::string::npos);
   auto err2 = [](const nlohmann::json& j) {
     try {
       MvStage2Args::from_json({{"model_args", j}}, "cfg.json");
