@@ -1,8 +1,7 @@
 #include "text/mini_regex.h"
 
-#include <cstdint>
-
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 
 #include "cachet/error.h"
@@ -1418,14 +1417,29 @@ class Parser {
 
 using Cont = std::function<bool(size_t)>;
 
+// The nodes one search may visit, over all the starting positions it tries: a pattern that
+// nests quantifiers, such as (a+)+b, otherwise takes time exponential in the input (2^n steps
+// on n a's). The tokenizers' own patterns take a few steps per code point.
+struct Budget {
+  explicit Budget(size_t text_size)
+      : total((uint64_t{1} << 22) + (uint64_t{1} << 10) * text_size), left(total) {}
+  uint64_t total, left;
+  size_t start = 0;  // where the match being tried begins
+};
+
 class Matcher {
  public:
-  explicit Matcher(std::u32string_view t) : t_(t) {
+  Matcher(std::u32string_view t, Budget& budget) : t_(t), budget_(budget) {
     const char here = 0;
     stack_top_ = reinterpret_cast<uintptr_t>(&here);
   }
 
   bool match(const Node* n, size_t pos, const Cont& k) const {
+    if (budget_.left == 0)
+      fail("regex: matching a text of ", t_.size(), " code points took more than ", budget_.total,
+           " steps, at code point ", budget_.start,
+           " (the pattern backtracks too much on this input)");
+    --budget_.left;
     switch (n->kind) {
       case Node::kEmpty:
         return k(pos);
@@ -1553,6 +1567,7 @@ class Matcher {
   static constexpr uintptr_t kMaxStackBytes = uintptr_t{1} << 20;
   uintptr_t stack_top_ = 0;
   std::u32string_view t_;
+  Budget& budget_;
   mutable int depth_ = 0;
 };
 
@@ -1566,17 +1581,22 @@ Regex::~Regex() = default;
 Regex::Regex(Regex&&) noexcept = default;
 Regex& Regex::operator=(Regex&&) noexcept = default;
 
-bool Regex::match_at(std::u32string_view text, size_t at, size_t* end) const {
-  Matcher m(text);
-  return m.match(root_.get(), at, [&](size_t e) {
+namespace {
+
+bool match_here(const Regex::Node* root, std::u32string_view text, size_t at, size_t* end,
+                Budget& budget) {
+  budget.start = at;
+  Matcher m(text, budget);
+  return m.match(root, at, [&](size_t e) {
     *end = e;
     return true;
   });
 }
 
-bool Regex::search(std::u32string_view text, size_t from, size_t* begin, size_t* end) const {
+bool search_from(const Regex::Node* root, std::u32string_view text, size_t from, size_t* begin,
+                 size_t* end, Budget& budget) {
   for (size_t s = from; s <= text.size(); ++s) {
-    if (match_at(text, s, end)) {
+    if (match_here(root, text, s, end, budget)) {
       *begin = s;
       return true;
     }
@@ -1584,12 +1604,25 @@ bool Regex::search(std::u32string_view text, size_t from, size_t* begin, size_t*
   return false;
 }
 
+}  // namespace
+
+bool Regex::match_at(std::u32string_view text, size_t at, size_t* end) const {
+  Budget budget(text.size());
+  return match_here(root_.get(), text, at, end, budget);
+}
+
+bool Regex::search(std::u32string_view text, size_t from, size_t* begin, size_t* end) const {
+  Budget budget(text.size());
+  return search_from(root_.get(), text, from, begin, end, budget);
+}
+
 std::vector<std::pair<size_t, size_t>> Regex::find_all(std::u32string_view text) const {
+  Budget budget(text.size());
   std::vector<std::pair<size_t, size_t>> out;
   size_t s = 0;
   while (s < text.size()) {
     size_t b = 0, e = 0;
-    if (!search(text, s, &b, &e)) break;
+    if (!search_from(root_.get(), text, s, &b, &e, budget)) break;
     if (e > b) {
       out.emplace_back(b, e);
       s = e;

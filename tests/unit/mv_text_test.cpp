@@ -439,5 +439,26 @@ TEST(MiniRegex, DeepGroupRepetitionIsAnErrorNotACrash) {
   EXPECT_EQ(split("\\s+|a+", std::string(200000, 'a')).size(), 1u);
 }
 
+TEST(MiniRegex, ExponentialBacktrackingIsAnError) {
+  // (a+)+b on 40 a's and no b: 2^40 ways to cut the a's before giving up at each start.
+  // A search stops after a number of steps bounded by the text's length, naming where the
+  // match it was trying began.
+  try {
+    split("(a+)+b", std::string(40, 'a'));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backtracks too much"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at code point 0"), std::string::npos) << e.what();
+  }
+  // Each start a little expensive, the search as a whole too much: (a+)+b tried at every one
+  // of 3000 starts of runs of 16 a's.
+  std::string runs;
+  for (int i = 0; i < 200; ++i) runs += std::string(16, 'a') + " ";
+  EXPECT_THROW(split("(a+)+b", runs), Error);
+  // Short enough, the same pattern is fine: 2^12 ways.
+  EXPECT_TRUE(split("(a+)+b", std::string(12, 'a')).empty());
+  EXPECT_EQ(split("(a+)+b", std::string(12, 'a') + "b").size(), 1u);
+}
+
 }  // namespace
 }  // namespace cachet
