@@ -81,5 +81,8 @@ class EncodecDecoder {
 
 // Reads {"codes": [[...], ...]} (or a bare [[...], ...]) from a JSON file: n_q rows of T codes.
 std::vector<std::vector<int32_t>> read_codes_json(const std::string& path);
+// The same from a parsed JSON value; `where` names its source in errors.
+std::vector<std::vector<int32_t>> codes_from_json(const nlohmann::json& j,
+                                                  const std::string& where);
 
 }  // namespace cachet
