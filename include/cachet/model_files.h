@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ struct ModelFiles {
   nlohmann::json config = nlohmann::json::object();
   std::shared_ptr<GgufFile> gguf;  // set for GGUF (metadata access)
   std::map<std::string, Tensor> tensors;
-  std::string tokenizer_model;     // path of tokenizer.model in an HF dir, or "" if absent
+  std::string tokenizer_model;  // path of tokenizer.model in an HF dir, or "" if absent
 
   // Opens path (file or directory); throws cachet::Error naming the path and the problem.
   static ModelFiles open(const std::string& path);
@@ -35,5 +36,10 @@ struct ModelFiles {
 
 // A JSON file (config.json and the like); errors name the file.
 nlohmann::json read_json_file(const std::string& path);
+
+// The integer a JSON number holds: a signed or unsigned integer within int64, or a float that
+// is a whole number below 9e15 in magnitude (2048.0; beyond 2^53 floats are not exact);
+// nothing for anything else. Readers name the field in their own errors.
+std::optional<int64_t> json_integer(const nlohmann::json& v);
 
 }  // namespace cachet

@@ -24,15 +24,12 @@ const json* field(const json& j, const char* key) {
 int get_int(const json& j, const char* key, int def, const std::string& where, int lo, int hi) {
   const json* v = field(j, key);
   if (!v) return def;
-  double d = 0;
-  if (v->is_number())
-    d = v->get<double>();
-  else
-    fail(where, ": config field '", key, "' must be a number, got ", v->dump());
-  if (!(d == std::floor(d)) || d < lo || d > hi)
+  if (!v->is_number()) fail(where, ": config field '", key, "' must be a number, got ", v->dump());
+  const auto n = json_integer(*v);
+  if (!n || *n < lo || *n > hi)
     fail(where, ": config field '", key, "' = ", v->dump(), " must be an integer in [", lo, ", ",
          hi, "]");
-  return static_cast<int>(d);
+  return static_cast<int>(*n);
 }
 
 bool get_bool(const json& j, const char* key, bool def, const std::string& where) {

@@ -2,9 +2,11 @@
 #include "cachet/model_files.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <system_error>
 
@@ -109,6 +111,21 @@ void open_safetensors(ModelFiles& m) {
 }
 
 }  // namespace
+
+std::optional<int64_t> json_integer(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15)
+      return static_cast<int64_t>(d);
+  }
+  return std::nullopt;
+}
 
 nlohmann::json read_json_file(const std::string& path) {
   const std::string text = read_file(path);

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <sstream>
 
 #include "cachet/error.h"
@@ -32,17 +31,9 @@ bool present(const nlohmann::json& a, const char* key) {
 int64_t get_int(const nlohmann::json& a, const char* key, int64_t def, const std::string& where) {
   if (!present(a, key)) return def;
   const auto& v = a.at(key);
-  if (v.is_number_integer()) {
-    if (v.is_number_unsigned() &&
-        v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      fail(where, ": model_args field '", key, "' = ", v.dump(), " is out of range");
-    return v.get<int64_t>();
-  }
-  if (v.is_number_float()) {  // a whole number written as 2048.0; beyond 2^53 not exact
-    const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15)
-      return static_cast<int64_t>(d);
-  }
+  if (const auto n = json_integer(v)) return *n;
+  if (v.is_number_unsigned())
+    fail(where, ": model_args field '", key, "' = ", v.dump(), " is out of range");
   fail(where, ": model_args field '", key, "' is not an integer");
 }
 

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "cachet/error.h"
+#include "cachet/model_files.h"
 #include "cachet/recurrent_gemma.h"
 
 namespace cachet {
@@ -18,17 +19,8 @@ const json* field(const json& j, const char* key) {
 }
 
 int64_t to_int(const json& v, const char* key, const std::string& where) {
-  if (v.is_number_integer() || v.is_number_unsigned()) {
-    if (v.is_number_unsigned() &&
-        v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      fail(where, ": config field '", key, "' is out of range");
-    return v.get<int64_t>();
-  }
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15)
-      return static_cast<int64_t>(d);
-  }
+  if (const auto n = json_integer(v)) return *n;
+  if (v.is_number_unsigned()) fail(where, ": config field '", key, "' is out of range");
   fail(where, ": config field '", key, "' must be an integer, got ", v.dump());
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cachet/model_files.h"
 #include "cachet/tokenizer.h"
 
 namespace cachet::server {
@@ -64,17 +65,8 @@ double get_number(const json& v, const std::string& param) {
 }
 
 int64_t get_int(const json& v, const std::string& param) {
-  if (v.is_number_integer()) {
-    if (v.is_number_unsigned() &&
-        v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      bad_value(param, "is too large");
-    return v.get<int64_t>();
-  }
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15)
-      return static_cast<int64_t>(d);
-  }
+  if (const auto n = json_integer(v)) return *n;
+  if (v.is_number_unsigned()) bad_value(param, "is too large");
   bad_type(param, "an integer");
 }
 

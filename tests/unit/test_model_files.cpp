@@ -185,3 +185,20 @@ TEST(ModelFiles, RealignsTensorsAtOddOffsets) {
   EXPECT_EQ(b.as<float>()[0], 1.5f);
   EXPECT_EQ(b.as<float>()[1], -2.25f);
 }
+
+// The one rule every JSON reader here uses for an integer field.
+TEST(JsonInteger, WholeNumbersInRangeOnly) {
+  using nlohmann::json;
+  EXPECT_EQ(json_integer(json(5)), 5);
+  EXPECT_EQ(json_integer(json(-3)), -3);
+  EXPECT_EQ(json_integer(json::parse("2048.0")), 2048);
+  EXPECT_EQ(json_integer(json::parse("-8.9e15")), int64_t{-8900000000000000});
+  EXPECT_EQ(json_integer(json::parse("9223372036854775807")), INT64_MAX);
+  EXPECT_FALSE(json_integer(json::parse("9223372036854775808")));  // unsigned past int64
+  EXPECT_FALSE(json_integer(json::parse("2.5")));
+  EXPECT_FALSE(json_integer(json::parse("1e300")));
+  EXPECT_FALSE(json_integer(json::parse("9e15")));
+  EXPECT_FALSE(json_integer(json("7")));
+  EXPECT_FALSE(json_integer(json(true)));
+  EXPECT_FALSE(json_integer(json(nullptr)));
+}
