@@ -23,6 +23,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "cachet/env.h"
 #include "cachet/error.h"
 #include "cachet/kernels.h"
 #include "cachet/model_files.h"
@@ -717,18 +718,6 @@ namespace {
 constexpr int64_t kPieceFrames = 96;    // at most, per piece: CACHET_ENCODEC_PIECE
 constexpr int64_t kGroupFrames = 1024;  // about, per group of pieces (below)
 
-// A positive count from the environment variable `name` where it is set (tests use short
-// pieces and groups), else `otherwise`.
-int64_t count_from_env(const char* name, int64_t otherwise) {
-  if (const char* v = std::getenv(name); v && *v) {
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    if (*end != '\0' || n <= 0) fail(name, "='", v, "': expected a positive count");
-    return n;
-  }
-  return otherwise;
-}
-
 bool decodes_in_pieces(const EncodecConfig& c) {
   return c.use_causal_conv && c.trim_right_ratio == 1.0 && c.norm_type != "time_group_norm";
 }
@@ -749,7 +738,7 @@ int64_t stack_context(const EncodecDecoder::Impl& m) {
       for (const ConvW& c : rb->convs) branch += reach(c);
       need += std::max(branch, rb->conv_shortcut ? reach(rb->shortcut) : int64_t{0});
     }
-    need = (need + st->up.k - st->up.stride + st->up.stride - 1) / st->up.stride;
+    need = (need + st->up.k - 1) / st->up.stride;  // ceil((need + k - s) / s)
   }
   return need;
 }
@@ -843,16 +832,17 @@ void decode_into(const EncodecDecoder::Impl& m, const std::vector<float>& emb, i
   // Pieces of about equal size: the last is not a few frames, whose products would take
   // matmul's path for a few rows (another order of sums, so not the same floats), and each is
   // at least min_piece long.
+  const int64_t fewest = min_piece(m);
   const int64_t most =
-      pieces ? std::max(count_from_env("CACHET_ENCODEC_PIECE", kPieceFrames), min_piece(m)) : T;
-  const int64_t count = std::max<int64_t>(1, std::min((T + most - 1) / most, T / min_piece(m)));
+      pieces ? std::max(env_count("CACHET_ENCODEC_PIECE", kPieceFrames), fewest) : T;
+  const int64_t count = std::max<int64_t>(1, std::min((T + most - 1) / most, T / fewest));
   const int64_t piece = (T + count - 1) / count;  // the longest
   // The first convolution and the LSTM take `group` pieces at a time (CACHET_ENCODEC_GROUP
   // overrides): their products then read, and matmul packs, their weights once per group
   // rather than once per piece (one piece at a time, the LSTM took 97-101 ms of a 10 s decode
   // against 80-87 in one piece).
   const int64_t group =
-      count_from_env("CACHET_ENCODEC_GROUP", std::max<int64_t>(1, kGroupFrames / piece));
+      env_count("CACHET_ENCODEC_GROUP", std::max<int64_t>(1, kGroupFrames / piece));
   const int64_t before_first = pieces ? reach(m.first) : 0;  // rows before a piece, per layer
   const int64_t before_stack = pieces ? stack_context(m) : 0;
   const int64_t E = m.first.cin, D = m.first.cout, hop = cfg.hop_length();

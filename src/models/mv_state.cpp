@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "cachet/env.h"
 #include "cachet/error.h"
 #include "cachet/ops.h"
 #include "cachet/quant.h"
@@ -20,14 +21,8 @@ constexpr size_t kRunTarget = size_t{2} << 20;  // bytes of a layer's keys (or v
 
 void set_kv_run(MvKvLayout& lay) {
   const size_t per_position = static_cast<size_t>(lay.rows * lay.kv_heads) * lay.entry_bytes();
-  int64_t run = static_cast<int64_t>(kRunTarget / std::max<size_t>(per_position, 1));
-  if (const char* v = std::getenv("CACHET_KV_RUN"); v && *v) {
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    if (*end != '\0' || n < 1)
-      fail("CACHET_KV_RUN='", v, "': expected a positive number of positions");
-    run = static_cast<int64_t>(n);
-  }
+  const int64_t run = env_count(
+      "CACHET_KV_RUN", static_cast<int64_t>(kRunTarget / std::max<size_t>(per_position, 1)));
   lay.run = std::clamp<int64_t>(run, 1, std::max<int64_t>(lay.max_positions, 1));
 }
 
