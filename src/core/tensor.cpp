@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "cachet/env.h"
@@ -99,6 +101,86 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
   if (huge) madvise(p, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice: may be refused
 #endif
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+namespace {
+
+// A region of weight buffers: address space reserved at once, filled front to back. It is
+// unmapped when the last buffer in it is released (each holds a reference).
+class WeightRegion {
+ public:
+  // Reserves `bytes`, or at least `need` where the system will not reserve that much.
+  WeightRegion(size_t bytes, size_t need) {
+    void* p = MAP_FAILED;
+    for (size_t b : {bytes, need}) {
+      len_ = b + kHugePage;  // room to start on a 2 MiB boundary
+      p = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+               -1, 0);
+      if (p != MAP_FAILED) {
+        bytes = b;
+        break;
+      }
+    }
+    if (p == MAP_FAILED)
+      fail("cannot reserve ", need, " bytes of address space for weights: ", std::strerror(errno));
+    map_ = static_cast<char*>(p);
+    base_ = map_ + (kHugePage - reinterpret_cast<uintptr_t>(map_) % kHugePage) % kHugePage;
+    size_ = bytes;
+#ifdef MADV_HUGEPAGE
+    if (huge_pages_wanted()) madvise(base_, size_, MADV_HUGEPAGE);  // advice: may be refused
+#endif
+  }
+  ~WeightRegion() {
+    munmap(map_, len_);
+  }
+  WeightRegion(const WeightRegion&) = delete;
+  WeightRegion& operator=(const WeightRegion&) = delete;
+
+  // The next `bytes` (a multiple of 64), or null when they do not fit.
+  char* take(size_t bytes) {
+    if (size_ - used_ < bytes) return nullptr;
+    char* p = base_ + used_;
+    used_ += bytes;
+    return p;
+  }
+
+ private:
+  char* map_ = nullptr;
+  char* base_ = nullptr;
+  size_t len_ = 0, size_ = 0, used_ = 0;
+};
+
+// Address space per region: untouched pages cost nothing, so a region holds a whole model's
+// matrices; one larger matrix gets a region of its own size.
+constexpr size_t kWeightRegionBytes = size_t{1} << 32;
+
+std::mutex g_weight_mu;
+std::weak_ptr<WeightRegion> g_weight_region;  // the region being filled
+
+}  // namespace
+
+std::shared_ptr<void> weight_buffer(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  std::shared_ptr<WeightRegion> region;
+  char* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_weight_mu);
+    region = g_weight_region.lock();
+    if (region) p = region->take(rounded);
+    if (!p) {
+      region = std::make_shared<WeightRegion>(std::max(rounded, kWeightRegionBytes), rounded);
+      p = region->take(rounded);
+      g_weight_region = region;
+    }
+  }
+  // Released before the rest of its region: the whole pages inside [p, p + rounded) go back
+  // to the system (a neighbour's bytes are never in them).
+  return std::shared_ptr<void>(p, [region, rounded](void* q) {
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t a = (reinterpret_cast<uintptr_t>(q) + page - 1) / page * page;
+    const uintptr_t b = (reinterpret_cast<uintptr_t>(q) + rounded) / page * page;
+    if (region.use_count() > 1 && b > a) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+  });
 }
 
 std::shared_ptr<void> reserved_pages(size_t bytes, bool huge) {

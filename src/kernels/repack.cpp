@@ -449,7 +449,7 @@ PackedMat pack_matrix(const MatView& w, ThreadPool* pool) {
   const X16Format& fmt = format(layout);
   const size_t src_block = row_bytes(w.type, fmt.chunk_cols);
   const size_t bytes = w.row_stride * static_cast<size_t>(w.rows);
-  p.buf = aligned_buffer(bytes);
+  p.buf = weight_buffer(bytes);
   auto* dst = static_cast<uint8_t*>(p.buf.get());
   const int64_t groups = w.rows / kern::kX16Rows, nb = w.cols / fmt.chunk_cols;
   const size_t group_bytes = w.row_stride * kern::kX16Rows;

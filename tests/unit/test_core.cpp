@@ -2,8 +2,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
+#include <cstring>
+#include <fstream>
 #include <numeric>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "cachet/arena.h"
@@ -59,6 +62,48 @@ TEST(Tensor, ZerosAndShape) {
   EXPECT_EQ(t.shape_str(), "[3, 4]");
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u);
   EXPECT_THROW(tensor_bytes(DType::Q4_0, {2, 33}), Error);
+}
+
+// Resident memory of this process in KiB (VmRSS), or -1.
+static long rss_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  return -1;
+}
+
+TEST(WeightBuffer, BuffersLieBackToBack) {
+  // A matrix not a multiple of 2 MiB, then the next: no gap between them, so the first does
+  // not end in a partial huge page of its own
+  const size_t first = (size_t{3} << 20) + 100;
+  auto a = weight_buffer(first);
+  auto b = weight_buffer(1000);
+  auto c = weight_buffer(64);
+  const auto pa = reinterpret_cast<uintptr_t>(a.get()), pb = reinterpret_cast<uintptr_t>(b.get());
+  EXPECT_EQ(pa % 64, 0u);
+  EXPECT_EQ(pb, pa + (first + 63) / 64 * 64);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c.get()), pb + 1024);
+  std::memset(a.get(), 1, first);  // writable, to the last byte
+  std::memset(b.get(), 2, 1000);
+  EXPECT_EQ(static_cast<const uint8_t*>(a.get())[first - 1], 1);
+  EXPECT_EQ(static_cast<const uint8_t*>(b.get())[0], 2);
+}
+
+TEST(WeightBuffer, ReleasedBuffersGiveTheirMemoryBack) {
+  const long base = rss_kib();
+  if (base < 0) GTEST_SKIP() << "no /proc/self/status";
+  const size_t bytes = size_t{64} << 20;
+  auto keep = weight_buffer(4096);  // the region outlives the buffer: its pages go back alone
+  for (int round = 0; round < 2; ++round) {
+    {
+      auto w = weight_buffer(bytes);
+      std::memset(w.get(), 7, bytes);
+      EXPECT_GE(rss_kib(), base + 60 * 1024) << "round " << round;
+    }
+    EXPECT_LT(rss_kib(), base + 8 * 1024) << "round " << round;
+    keep.reset();  // the second round: the last buffer of its region, which is unmapped
+  }
 }
 
 TEST(Arena, NoHeapAfterFirstCycle) {
@@ -145,9 +190,10 @@ TEST(ThreadPool, ChunkJobsWithThreadNeverShareAThreadIndex) {
 
 TEST(ThreadPool, ChunkJobsPropagateExceptions) {
   ThreadPool pool(3);
-  EXPECT_THROW(pool.for_chunks(10, [](int64_t c) {
-    if (c == 7) fail("chunk boom");
-  }),
+  EXPECT_THROW(pool.for_chunks(10,
+                               [](int64_t c) {
+                                 if (c == 7) fail("chunk boom");
+                               }),
                Error);
   std::atomic<int> c{0};
   pool.for_chunks(10, [&](int64_t) { c++; });
