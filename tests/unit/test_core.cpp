@@ -73,7 +73,21 @@ static long rss_kib() {
   return -1;
 }
 
+// Under AddressSanitizer weight_buffer gives heap blocks of their own (red zones, quarantine).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAsan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAsan = true;
+#else
+constexpr bool kAsan = false;
+#endif
+#else
+constexpr bool kAsan = false;
+#endif
+
 TEST(WeightBuffer, BuffersLieBackToBack) {
+  if (kAsan) GTEST_SKIP() << "AddressSanitizer: each buffer on the heap";
   // A matrix not a multiple of 2 MiB, then the next: no gap between them, so the first does
   // not end in a partial huge page of its own
   const size_t first = (size_t{3} << 20) + 100;
@@ -91,6 +105,7 @@ TEST(WeightBuffer, BuffersLieBackToBack) {
 }
 
 TEST(WeightBuffer, ReleasedBuffersGiveTheirMemoryBack) {
+  if (kAsan) GTEST_SKIP() << "AddressSanitizer: released blocks wait in its quarantine";
   const long base = rss_kib();
   if (base < 0) GTEST_SKIP() << "no /proc/self/status";
   const size_t bytes = size_t{64} << 20;
