@@ -103,6 +103,17 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
+// Under AddressSanitizer each buffer is a heap block of its own, whose red zones catch a read
+// past its end (in a region it would read the next buffer's bytes unnoticed).
+#if defined(__SANITIZE_ADDRESS__)
+#define CACHET_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CACHET_ASAN 1
+#endif
+#endif
+
+#ifndef CACHET_ASAN
 namespace {
 
 // A region of weight buffers: address space reserved at once, filled front to back. It is
@@ -158,15 +169,6 @@ std::mutex g_weight_mu;
 std::weak_ptr<WeightRegion> g_weight_region;  // the region being filled
 
 }  // namespace
-
-// Under AddressSanitizer each buffer is a heap block of its own, whose red zones catch a read
-// past its end (in a region it would read the next buffer's bytes unnoticed).
-#if defined(__SANITIZE_ADDRESS__)
-#define CACHET_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CACHET_ASAN 1
-#endif
 #endif
 
 std::shared_ptr<void> weight_buffer(size_t bytes) {
