@@ -130,8 +130,8 @@ struct PackedMat {
 MatLayout preferred_layout(const MatView& w);
 // The weight type a layout holds (F32 for Rows, which holds any).
 DType layout_type(MatLayout layout);
-// w rearranged into preferred_layout(w) (a copy), or w itself when that is Rows. The pool,
-// if given, packs in parallel.
+// w rearranged into preferred_layout(w) (a copy, in a weight_buffer: for weights a model keeps
+// for its life), or w itself when that is Rows. The pool, if given, packs in parallel.
 PackedMat pack_matrix(const MatView& w, ThreadPool* pool = nullptr);
 // w back in the row layout (a copy), or w itself when it is in the row layout already.
 PackedMat unpack_matrix(const MatView& w);
