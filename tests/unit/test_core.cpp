@@ -121,6 +121,34 @@ TEST(WeightBuffer, ReleasedBuffersGiveTheirMemoryBack) {
   }
 }
 
+TEST(WeightBuffer, BuffersFromSeveralThreadsNeverOverlap) {
+  // Each thread fills its buffers with its own byte, then checks every byte once all threads
+  // are done; released in a different order than taken.
+  constexpr int kThreads = 4, kEach = 4000;
+  std::vector<std::vector<std::pair<std::shared_ptr<void>, size_t>>> bufs(kThreads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&bufs, t] {
+      for (int i = 0; i < kEach; ++i) {
+        const size_t n = 1 + static_cast<size_t>((i * 7919 + t * 104729) % 5000);
+        auto b = weight_buffer(n);
+        std::memset(b.get(), t + 1, n);
+        bufs[static_cast<size_t>(t)].emplace_back(std::move(b), n);
+      }
+    });
+  for (auto& th : ts) th.join();
+  for (int t = 0; t < kThreads; ++t)
+    for (const auto& [b, n] : bufs[static_cast<size_t>(t)]) {
+      const auto* p = static_cast<const uint8_t*>(b.get());
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+      size_t bad = 0;
+      for (size_t i = 0; i < n; ++i) bad += p[i] != t + 1;
+      EXPECT_EQ(bad, 0u) << "thread " << t << ", a buffer of " << n << " bytes";
+    }
+  for (int i = kEach - 1; i >= 0; --i)
+    for (auto& v : bufs) v[static_cast<size_t>(i)].first.reset();
+}
+
 TEST(Arena, NoHeapAfterFirstCycle) {
   Arena a(1024);
   for (int cycle = 0; cycle < 3; ++cycle) {
