@@ -14,6 +14,7 @@
 
 #include "cachet/env.h"
 #include "cachet/error.h"
+#include "core/sanitizers.h"
 
 namespace cachet {
 
@@ -103,78 +104,50 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
-// Under AddressSanitizer each buffer is a heap block of its own, whose red zones catch a read
-// past its end (in a region it would read the next buffer's bytes unnoticed).
-#if defined(__SANITIZE_ADDRESS__)
-#define CACHET_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CACHET_ASAN 1
-#endif
-#endif
-
-#ifndef CACHET_ASAN
 namespace {
 
-// A region of weight buffers: address space reserved at once, filled front to back. It is
-// unmapped when the last buffer in it is released (each holds a reference).
-class WeightRegion {
- public:
-  // Reserves `bytes`, or at least `need` where the system will not reserve that much.
-  WeightRegion(size_t bytes, size_t need) {
-    void* p = MAP_FAILED;
-    for (size_t b : {bytes, need}) {
-      len_ = b + kHugePage;  // room to start on a 2 MiB boundary
-      p = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-               -1, 0);
-      if (p != MAP_FAILED) {
-        bytes = b;
-        break;
-      }
-    }
-    if (p == MAP_FAILED)
-      fail("cannot reserve ", need, " bytes of address space for weights: ", std::strerror(errno));
-    map_ = static_cast<char*>(p);
-    base_ = map_ + (kHugePage - reinterpret_cast<uintptr_t>(map_) % kHugePage) % kHugePage;
-    size_ = bytes;
-#ifdef MADV_HUGEPAGE
-    if (huge_pages_wanted()) madvise(base_, size_, MADV_HUGEPAGE);  // advice: may be refused
-#endif
-  }
-  ~WeightRegion() {
-    munmap(map_, len_);
-  }
-  WeightRegion(const WeightRegion&) = delete;
-  WeightRegion& operator=(const WeightRegion&) = delete;
+// A region of weight buffers: reserved address space (reserved_pages, asking for huge pages),
+// filled front to back. Unmapped when the last buffer in it is released (each holds a
+// reference to the region).
+struct WeightRegion {
+  std::shared_ptr<void> mem;
+  size_t size = 0, used = 0;
 
   // The next `bytes` (a multiple of 64), or null when they do not fit.
   char* take(size_t bytes) {
-    if (size_ - used_ < bytes) return nullptr;
-    char* p = base_ + used_;
-    used_ += bytes;
+    if (size - used < bytes) return nullptr;
+    char* p = static_cast<char*>(mem.get()) + used;
+    used += bytes;
     return p;
   }
-
- private:
-  char* map_ = nullptr;
-  char* base_ = nullptr;
-  size_t len_ = 0, size_ = 0, used_ = 0;
 };
 
 // Address space per region: untouched pages cost nothing, so a region holds a whole model's
-// matrices; one larger matrix gets a region of its own size.
+// matrices; one larger matrix gets a region of its own size, as does each buffer where the
+// system will not reserve that much.
 constexpr size_t kWeightRegionBytes = size_t{1} << 32;
 
 std::mutex g_weight_mu;
 std::weak_ptr<WeightRegion> g_weight_region;  // the region being filled
 
+std::shared_ptr<WeightRegion> new_weight_region(size_t need) {
+  auto r = std::make_shared<WeightRegion>();
+  r->size = std::max(need, kWeightRegionBytes);
+  try {
+    r->mem = reserved_pages(r->size, true);
+  } catch (const Error&) {
+    r->size = need;
+    r->mem = reserved_pages(need, true);
+  }
+  return r;
+}
+
 }  // namespace
-#endif
 
 std::shared_ptr<void> weight_buffer(size_t bytes) {
-#ifdef CACHET_ASAN
-  return aligned_buffer(bytes);
-#else
+  // Under AddressSanitizer each buffer is a heap block of its own, whose red zones catch a
+  // read past its end (in a region it would read the next buffer's bytes unnoticed).
+  if constexpr (kAddressSanitizer) return aligned_buffer(bytes);
   CACHET_CHECK(bytes <= (size_t{1} << 62), "weight buffer of ", bytes, " bytes is too large");
   const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
   std::shared_ptr<WeightRegion> region;
@@ -184,7 +157,7 @@ std::shared_ptr<void> weight_buffer(size_t bytes) {
     region = g_weight_region.lock();
     if (region) p = region->take(rounded);
     if (!p) {
-      region = std::make_shared<WeightRegion>(std::max(rounded, kWeightRegionBytes), rounded);
+      region = new_weight_region(rounded);
       p = region->take(rounded);
       g_weight_region = region;
     }
@@ -197,7 +170,6 @@ std::shared_ptr<void> weight_buffer(size_t bytes) {
     const uintptr_t b = (reinterpret_cast<uintptr_t>(q) + rounded) / page * page;
     if (region.use_count() > 1 && b > a) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
   });
-#endif
 }
 
 std::shared_ptr<void> reserved_pages(size_t bytes, bool huge) {

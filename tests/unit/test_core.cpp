@@ -15,6 +15,7 @@
 #include "cachet/half.h"
 #include "cachet/tensor.h"
 #include "cachet/threadpool.h"
+#include "core/sanitizers.h"
 
 using namespace cachet;
 
@@ -74,17 +75,7 @@ static long rss_kib() {
 }
 
 // Under AddressSanitizer weight_buffer gives heap blocks of their own (red zones, quarantine).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
-#else
-constexpr bool kAsan = false;
-#endif
+constexpr bool kAsan = kAddressSanitizer;
 
 TEST(WeightBuffer, BuffersLieBackToBack) {
   if (kAsan) GTEST_SKIP() << "AddressSanitizer: each buffer on the heap";
