@@ -20,6 +20,7 @@
 #include "cachet/kernels.h"
 #include "cachet/metavoice_gpt.h"
 #include "cachet/model.h"
+#include "cachet/profile.h"
 #include "cachet/recurrent_gemma.h"
 #include "cachet/threadpool.h"
 #include "random_model.h"
@@ -96,12 +97,35 @@ void print_stream_ways(int nx) {
   }
 }
 
+// `profile: PHASE: T ms per UNIT (S%)[, R GB/s]` for each phase recorded since profiling was
+// last taken, slowest first, over `count` timed calls of `seconds` in all; then the time outside
+// every phase. R is the weight bytes the phase read over its time.
+void print_profile(double seconds, int count, const char* unit) {
+  std::vector<profile::Phase> phases = profile::take();
+  std::stable_sort(
+      phases.begin(), phases.end(),
+      [](const profile::Phase& a, const profile::Phase& b) { return a.seconds > b.seconds; });
+  double inside = 0;
+  for (const profile::Phase& p : phases) {
+    inside += p.seconds;
+    std::printf("profile: %s: %.3f ms per %s (%.1f%%)", p.name.c_str(), 1e3 * p.seconds / count,
+                unit, 100.0 * p.seconds / seconds);
+    if (p.bytes > 0) std::printf(", %.1f GB/s", p.bytes / p.seconds / 1e9);
+    std::printf("\n");
+  }
+  const double outside = std::max(0.0, seconds - inside);
+  std::printf("profile: outside the phases: %.3f ms per %s (%.1f%%)\n", 1e3 * outside / count, unit,
+              100.0 * outside / seconds);
+  std::fflush(stdout);
+}
+
 // Decodes n tokens one at a time on each state, the states taking turns token by token, so
 // that every speed is measured under the same load of the machine (on a shared host the
 // bandwidth moves by a third within minutes: one after the other, the figures of two contexts
-// differed by more than their own difference). Returns tokens per second of each state.
+// differed by more than their own difference). Returns tokens per second of each state. With
+// with_profile, the phases of the first state's timed tokens are recorded (profile::take()).
 std::vector<double> decode_speeds(LanguageModel& model, const std::vector<State*>& states, int n,
-                                  std::vector<float>& logits) {
+                                  std::vector<float>& logits, bool with_profile = false) {
   const int64_t vocab = model.info().vocab_size;
   std::vector<std::vector<int32_t>> toks, warm;
   for (State* s : states) {
@@ -114,13 +138,16 @@ std::vector<double> decode_speeds(LanguageModel& model, const std::vector<State*
                     logits);
   });
   std::vector<double> seconds(states.size());
+  profile::take();
   for (int i = 1; i < n; ++i)
     for (size_t k = 0; k < states.size(); ++k) {
+      profile::set_enabled(with_profile && k == 0);
       const auto t0 = Clock::now();
       model.forward(*states[k], std::span<const int32_t>(&toks[k][static_cast<size_t>(i)], 1),
                     logits);
       seconds[k] += seconds_since(t0);
     }
+  profile::set_enabled(false);
   std::vector<double> tps;
   for (double sec : seconds) tps.push_back((n - 1) / sec);
   return tps;
@@ -248,6 +275,8 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
     warm_up(2, std::clamp(room, 1, kMaxWarmupSteps), [&](int) { step(0); });
     first_pos = state.position();
     steal0 = steal_mark();
+    profile::take();
+    profile::set_enabled(args.profile);
     const auto t0 = Clock::now();
     for (int i = 1; i < steps; ++i) {
       const auto s0 = Clock::now();
@@ -255,9 +284,11 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
       ms.push_back(1e3 * seconds_since(s0));
     }
     sps = (steps - 1) / seconds_since(t0);
+    profile::set_enabled(false);
     steal1 = steal_mark();
   });
   print_roofline_share(probes, "stage1 step", sps, "steps/s", info.weight_bytes);
+  if (args.profile) print_profile((steps - 1) / sps, steps - 1, "step");
   // A mean hides the odd slow step (the host's steal, below): the spread too,
   // and the median step's rate as a share of the same roofline (the steady state, apart from
   // such steps; the figure above is the mean, which the targets are about).
@@ -341,11 +372,12 @@ int bench_model(const BenchModelArgs& args) {
   StealMark steal0, steal1;
   const Probes probes = between_probes(pool, [&] {
     steal0 = steal_mark();
-    tps = decode_speeds(*model, states, args.decode_steps, logits);
+    tps = decode_speeds(*model, states, args.decode_steps, logits, args.profile);
     steal1 = steal_mark();
   });
   print_roofline_share(probes, "decode after " + std::to_string(prompt), tps[0], "tok/s",
                        info.weight_bytes);
+  if (args.profile) print_profile((args.decode_steps - 1) / tps[0], args.decode_steps - 1, "token");
   print_stream_ways(1);
   if (longer) {
     print_roofline_share(probes, "decode after " + std::to_string(args.long_context), tps[1],

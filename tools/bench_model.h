@@ -14,6 +14,7 @@ struct BenchModelArgs {
   int long_context = 4096;  // second decode measurement after this many tokens (0: skip)
   int decode_steps = 32;    // tokens decoded per measurement
   double tts_seconds = 0;   // MetaVoice: also time the whole pipeline for this much audio
+  bool profile = false;     // where the first decode figure's time goes, phase by phase
 };
 
 int bench_model(const BenchModelArgs& args);

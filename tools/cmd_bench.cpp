@@ -315,6 +315,8 @@ const Register reg{Command{
       sub->add_option("--tts-seconds", margs->tts_seconds,
                       "MetaVoice: also time the whole text-to-speech pipeline for this much audio")
           ->capture_default_str();
+      sub->add_flag("--profile", margs->profile,
+                    "Also print where the first decode figure's time goes, phase by phase");
       int* threads = add_threads_option(sub);
 
       auto kargs = std::make_shared<KernelArgs>();

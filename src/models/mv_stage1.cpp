@@ -18,12 +18,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "cachet/arena.h"
 #include "cachet/error.h"
 #include "cachet/metavoice_gpt.h"
 #include "cachet/ops.h"
+#include "cachet/profile.h"
 #include "cachet/threadpool.h"
 #include "mv_state.h"
 #include "mv_util.h"
@@ -315,6 +317,7 @@ struct MvStage1::Impl {
     float* scores = buf(static_cast<int64_t>(tp.size()) * 2 * max_keys);
 
     // x = tok_emb + pos_emb (+ speaker term on row 0)
+    std::optional<profile::Scope> ps(std::in_place, "embedding");
     std::vector<float>& tmp = row_tmp_;
     tmp.resize(static_cast<size_t>(d));
     for (int64_t r = 0; r < N; ++r) {
@@ -331,9 +334,12 @@ struct MvStage1::Impl {
     for (size_t li = 0; li < layers.size(); ++li) {
       const Layer& L = layers[li];
       const int64_t l = static_cast<int64_t>(li);
+      ps.reset();
       for (int64_t r = 0; r < N; ++r)
         ops::rmsnorm(x + r * d, L.attn_norm.data(), xn + r * d, d, eps, false);
+      ps.emplace("attention wqkv", static_cast<double>(L.wqkv.bytes()));
       models::apply_linear(L.wqkv, xn, N, qkv, tp);
+      ps.emplace("attention");
 
       // The new keys and values go to the cache first; position p then attends to 0..p. A
       // decoding step (one position per row) with a key head per query head puts each head in
@@ -382,20 +388,27 @@ struct MvStage1::Impl {
         tp.for_chunks_with_thread(N * H / 2, std::cref(attend_pair));
       else
         tp.for_chunks_with_thread(N * H, std::cref(attend));
+      ps.emplace("attention wo", static_cast<double>(L.wo.bytes()));
       models::apply_linear(L.wo, att, N, y, tp);
+      ps.reset();
       ops::add(x, y, x, N * d);
 
       for (int64_t r = 0; r < N; ++r)
         ops::rmsnorm(x + r * d, L.ffn_norm.data(), xn + r * d, d, eps, false);
+      ps.emplace("mlp w1, w3", static_cast<double>(L.w13.bytes()));
       models::apply_fused(L.w13, xn, N, {g, u}, tp);
+      ps.reset();
       ops::silu(g, g, N * I);
       ops::mul(g, u, g, N * I);
+      ps.emplace("mlp w2", static_cast<double>(L.w2.bytes()));
       models::apply_linear(L.w2, g, N, y, tp);
+      ps.reset();
       ops::add(x, y, x, N * d);
     }
     st.pos += n;
 
     if (!out0) return;
+    ps.emplace("output head", static_cast<double>(output.bytes()));
     if (all) {
       for (int64_t r = 0; r < N; ++r)
         ops::rmsnorm(x + r * d, norm.data(), xn + r * d, d, eps, false);

@@ -19,11 +19,13 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "cachet/arena.h"
 #include "cachet/error.h"
 #include "cachet/half.h"
 #include "cachet/ops.h"
+#include "cachet/profile.h"
 #include "cachet/quant.h"
 #include "cachet/state_impl.h"
 #include "cachet/tensor.h"
@@ -377,10 +379,13 @@ class RecurrentGemma final : public LanguageModel {
                    (cfg_.attention_window_size + 1));
 
     // x0 = E[token] * bf16(sqrt(d))
-    for (int64_t r = 0; r < N; ++r) {
-      float* xr = x + r * d;
-      models::row_to_f32(embed_->dtype, embed_->row(tokens[r]), xr, d);
-      ops::scale(xr, embed_scale_, xr, d);
+    {
+      profile::Scope ps("embedding");
+      for (int64_t r = 0; r < N; ++r) {
+        float* xr = x + r * d;
+        models::row_to_f32(embed_->dtype, embed_->row(tokens[r]), xr, d);
+        ops::scale(xr, embed_scale_, xr, d);
+      }
     }
     if (has_attention()) rope_table(s, N);
 
@@ -403,7 +408,11 @@ class RecurrentGemma final : public LanguageModel {
     if (n_out > 0) {
       for (int64_t r = 0; r < n_out; ++r)
         ops::rmsnorm(x + (out_row0 + r) * d, final_norm_.data(), xn + r * d, d, eps, true);
-      models::apply_linear(head_, xn, n_out, out, pool);
+      {
+        profile::Scope ps("output head", static_cast<double>(head_.bytes()));
+        models::apply_linear(head_, xn, n_out, out, pool);
+      }
+      profile::Scope ps("logit soft-cap");
       soft_cap(out, n_out * cfg_.vocab_size);
     }
     for (const Segment& seg : segs) seg.st->pos += seg.n;
@@ -449,9 +458,13 @@ class RecurrentGemma final : public LanguageModel {
 
   void mlp(const Layer& L, const float* xn, int64_t N, Scratch& s, float* y) {
     const int64_t E = cfg_.mlp_width();
-    models::apply_fused(L.gate_up, xn, N, {s.a, s.b}, *pool_);
+    {
+      profile::Scope ps("mlp gate, up", static_cast<double>(L.gate_up.bytes()));
+      models::apply_fused(L.gate_up, xn, N, {s.a, s.b}, *pool_);
+    }
     ops::gelu_tanh(s.a, s.a, N * E);
     ops::mul(s.a, s.b, s.a, N * E);
+    profile::Scope ps("mlp down", static_cast<double>(L.down.bytes()));
     models::apply_linear(L.down, s.a, N, y, *pool_);
   }
 
@@ -465,10 +478,14 @@ class RecurrentGemma final : public LanguageModel {
     float* c = s.c;   // conv output, then h_t
     float* gx = s.e;  // input gate
     float* ga = s.f;  // recurrence gate
-    models::apply_fused(L.lin_xy, xn, N, {u, yb}, pool);
+    {
+      profile::Scope ps("linear_x, linear_y", static_cast<double>(L.lin_xy.bytes()));
+      models::apply_fused(L.lin_xy, xn, N, {u, yb}, pool);
+    }
     ops::gelu_tanh(yb, yb, N * R);
 
     // Causal depthwise conv over [state window ; new inputs], then the window moves on.
+    std::optional<profile::Scope> ps(std::in_place, "conv1d");
     for (const Segment& seg : segs) {
       float* w = seg.st->conv(li);
       const float* us = u + seg.row0 * R;
@@ -493,6 +510,7 @@ class RecurrentGemma final : public LanguageModel {
     // a time, alternating per token in one run: 103 and 112 us a layer against 107 and 121
     // (RecurrentGemma-2B, 2 threads). (Two runs per thread split 10 heads 2, 3, 2, 3, and one
     // thread took 6 while the other took 4.)
+    ps.emplace("rg_lru gates", static_cast<double>(L.gates_w.nbytes));
     const int64_t items = N * H;
     const int64_t runs = std::min<int64_t>(items, (N == 1 ? 1 : 2) * int64_t{pool.size()});
     auto gates = [&](int64_t ri) {
@@ -511,6 +529,7 @@ class RecurrentGemma final : public LanguageModel {
     };
     pool.for_chunks(runs, std::cref(gates));
 
+    ps.emplace("rg_lru scan");
     // RG-LRU scan, sequential in time per state, parallel over channels, kB channels at a time:
     // log_a = -8 ga softplus(L), a = exp(log_a), m = sqrt(1 - exp(2 log_a)).
     auto scan = [&](int64_t begin, int64_t end) {
@@ -543,6 +562,7 @@ class RecurrentGemma final : public LanguageModel {
     par_for(pool, R, 16, scan);
 
     ops::mul(c, yb, c, N * R);
+    ps.emplace("linear_out", static_cast<double>(L.lin_out.bytes()));
     models::apply_linear(L.lin_out, c, N, y, pool);
   }
 
@@ -557,7 +577,10 @@ class RecurrentGemma final : public LanguageModel {
     float* att = s.b;
     float* k = s.c;
     float* v = s.e;
+    std::optional<profile::Scope> ps(std::in_place, "attention q, k, v",
+                                     static_cast<double>(L.qkv.bytes()));
     models::apply_fused(L.qkv, xn, N, {q, k, v}, pool);
+    ps.emplace("local attention");
     for (int64_t r = 0; r < N; ++r) {
       for (int64_t h = 0; h < H; ++h) apply_rope(s, r, q + r * qdim + h * hd);
       for (int64_t h = 0; h < cfg_.num_key_value_heads; ++h)
@@ -683,6 +706,7 @@ class RecurrentGemma final : public LanguageModel {
                      kvdim);
       }
     }
+    ps.emplace("attention o", static_cast<double>(L.o.bytes()));
     models::apply_linear(L.o, att, N, y, pool);
   }
 

@@ -65,6 +65,36 @@ def bench_model(cachet, res):
         res.check("no host steal line without /proc/stat's column", not steal, out)
 
 
+def bench_profile(cachet, res):
+    """`--profile`: one line per phase of the first decode figure, then the time outside them.
+
+    Each product's line carries its rate; the shares add up to the whole of the timed tokens.
+    """
+    rc, out, err = run([cachet, "bench", "--random", "recurrentgemma-tiny", "--type", "Q8_0",
+                        "-t", "2", "-p", "16", "--long-context", "0", "--decode-steps", "6",
+                        "--profile"], timeout=300)
+    if not res.check("bench --profile runs", rc == 0, err.strip()[-300:]):
+        return
+    pat = re.compile(rf"profile: (.+): {NUM} ms per token \({NUM}%\)(?:, {NUM} GB/s)?")
+    rows = [pat.fullmatch(l) for l in out.splitlines() if l.startswith("profile: ")]
+    if not res.check("profile lines have their form", rows and all(rows), out):
+        return
+    names = [m.group(1) for m in rows]
+    rates = {m.group(1): m.group(4) for m in rows}
+    res.check("profile ends with the time outside the phases",
+              names[-1] == "outside the phases" and names.count("outside the phases") == 1, out)
+    for phase in ("output head", "mlp gate, up", "mlp down", "linear_x, linear_y", "linear_out",
+                  "rg_lru gates"):
+        res.check(f"profile has '{phase}' with its rate", rates.get(phase) is not None, out)
+    for phase in ("conv1d", "rg_lru scan", "local attention", "outside the phases"):
+        res.check(f"profile has '{phase}' without a rate", phase in rates and rates[phase] is None,
+                  out)
+    share = sum(float(m.group(3)) for m in rows)
+    res.check("profile shares add up to the whole", 98.5 <= share <= 101.5, f"{share}%")
+    times = [float(m.group(2)) for m in rows[:-1]]
+    res.check("profile phases slowest first", times == sorted(times, reverse=True), out)
+
+
 def cpu_line(out, res, what):
     """The host the figures were taken on: `cpu: NAME: FEATURES`, NAME as /proc/cpuinfo has it
     (where it has one) and AMX named exactly where the kernel lists its tile flags."""
@@ -222,6 +252,7 @@ def main():
     res = Results()
     bad_input(a.cachet, res)
     bench_model(a.cachet, res)
+    bench_profile(a.cachet, res)
     bench_kernels(a.cachet, res)
     bench_kernels_rows(a.cachet, res)
     bench_kernels_shapes(a.cachet, res)

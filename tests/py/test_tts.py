@@ -271,8 +271,10 @@ def main():
     print("errors: ok")
 
     # `cachet bench -m METAVOICE_DIR`: stage 1's figure lines, and the spread of the timed steps
-    # (positions after the 4-token prompt and the warm-up, before the final position).
-    rc, out, err = run(cachet, ["bench", "-m", d, "-t", "2", "-p", "4", "--decode-steps", "8"])
+    # (positions after the 4-token prompt and the warm-up, before the final position), and with
+    # --profile stage 1's phases, each product with its rate.
+    rc, out, err = run(cachet, ["bench", "-m", d, "-t", "2", "-p", "4", "--decode-steps", "8",
+                                "--profile"])
     if check(rc == 0, f"bench -m: exit {rc}: {err[-800:]}"):
         num = r"([0-9]+(?:\.[0-9]+)?)"
         step = [re.fullmatch(rf"stage1 step: {num} steps/s \(([0-9]+)% of roofline, {num} steps/s "
@@ -293,6 +295,15 @@ def main():
             check(med <= slow, f"bench -m: median {med} above slowest {slow}")
             # 7 timed steps (the first of the 8 is not timed) end at the final position
             check(end - 7 <= pos < end, f"bench -m: slowest step at {pos}, state at {end}")
+        prof = {}
+        for l in out.splitlines():
+            m = re.fullmatch(rf"profile: (.+): {num} ms per step \({num}%\)(?:, {num} GB/s)?", l)
+            if m:
+                prof[m.group(1)] = m.group(4)
+        for phase in ("attention wqkv", "attention wo", "mlp w1, w3", "mlp w2", "output head"):
+            check(prof.get(phase) is not None, f"bench -m --profile: no rate for '{phase}': {out}")
+        check("attention" in prof and prof["attention"] is None and "outside the phases" in prof,
+              f"bench -m --profile: attention / outside lines: {out}")
     print("bench: ok")
 
     if FAILURES:

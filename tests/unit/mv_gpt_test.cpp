@@ -15,7 +15,9 @@
 #include "cachet/cpu.h"
 #include "cachet/error.h"
 #include "cachet/metavoice_gpt.h"
+#include "cachet/profile.h"
 #include "cachet/threadpool.h"
+#include "profile_check.h"
 
 namespace cachet {
 namespace {
@@ -136,6 +138,26 @@ TEST(MvGptStage1, PrefillStepAndChunksAgree) {
     State b = m->new_state();
     EXPECT_LE(max_diff(ref, run1(*m, b, r0, r1, spk.data(), chunk)), 1e-4f) << "chunk " << chunk;
   }
+}
+
+// A profiled step names stage 1's phases, and its products read the weights the roofline counts:
+// all of info().weight_bytes but the embedding rows and the norms.
+TEST(MvGptStage1, ProfiledStepReadsTheRooflineBytes) {
+  auto m = model1();
+  const auto r0 = seq(5, 70), r1 = seq(5, 70, 1);
+  const auto spk = speaker(16);
+  State st = m->new_state();
+  std::vector<float> logits;
+  m->forward(st, std::span<const int32_t>(r0.data(), 4), std::span<const int32_t>(r1.data(), 4),
+             spk.data(), logits);
+  profile::take();
+  profile::set_enabled(true);
+  m->forward(st, std::span<const int32_t>(r0.data() + 4, 1),
+             std::span<const int32_t>(r1.data() + 4, 1), spk.data(), logits);
+  profile::set_enabled(false);
+  expect_profiled_pass({"embedding", "attention wqkv", "attention", "attention wo", "mlp w1, w3",
+                        "mlp w2", "output head"},
+                       m->info().weight_bytes);
 }
 
 TEST(MvGptStage1, LongPrefillBeyondInternalPassSize) {

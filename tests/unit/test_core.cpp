@@ -13,6 +13,7 @@
 #include "cachet/dtype.h"
 #include "cachet/error.h"
 #include "cachet/half.h"
+#include "cachet/profile.h"
 #include "cachet/tensor.h"
 #include "cachet/threadpool.h"
 #include "core/sanitizers.h"
@@ -154,6 +155,43 @@ TEST(Arena, NoHeapAfterFirstCycle) {
       EXPECT_EQ(a.heap_allocations(), before);
     }
   }
+}
+
+// Off, scopes record nothing; on, each phase's calls, time and bytes add up, in the order the
+// phases were first seen, and take() hands them over once.
+TEST(Profile, RecordsPhasesOnlyWhileOn) {
+  profile::take();
+  profile::set_enabled(false);
+  { profile::Scope s("off", 10); }
+  EXPECT_TRUE(profile::take().empty());
+
+  profile::set_enabled(true);
+  {
+    profile::Scope s("b", 100);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+  { profile::Scope s("a"); }
+  { profile::Scope s("b", 50); }
+  profile::set_enabled(false);
+  { profile::Scope s("b", 1); }
+  const std::vector<profile::Phase> got = profile::take();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].name, "b");
+  EXPECT_EQ(got[0].calls, 2);
+  EXPECT_EQ(got[0].bytes, 150.0);
+  EXPECT_GE(got[0].seconds, 0.003);
+  EXPECT_EQ(got[1].name, "a");
+  EXPECT_EQ(got[1].calls, 1);
+  EXPECT_EQ(got[1].bytes, 0.0);
+  EXPECT_TRUE(profile::take().empty());
+
+  // A scope begun while profiling was off stays unrecorded if it is turned on meanwhile.
+  {
+    profile::Scope s("late", 5);
+    profile::set_enabled(true);
+  }
+  profile::set_enabled(false);
+  EXPECT_TRUE(profile::take().empty());
 }
 
 TEST(ThreadPool, RunsEveryThreadAndSplitsExactly) {

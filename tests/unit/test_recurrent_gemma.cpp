@@ -13,9 +13,11 @@
 #include "cachet/error.h"
 #include "cachet/gguf.h"
 #include "cachet/half.h"
+#include "cachet/profile.h"
 #include "cachet/quant.h"
 #include "cachet/recurrent_gemma.h"
 #include "cachet/threadpool.h"
+#include "profile_check.h"
 
 namespace cachet {
 namespace {
@@ -85,6 +87,24 @@ TEST(RecurrentGemma, PrefillStepAndChunksAgree) {
     ASSERT_TRUE(std::isfinite(z));
     ASSERT_LE(std::fabs(z), 30.0f);
   }
+}
+
+// A profiled step names the model's phases, and its products and gates read the weights the
+// roofline counts: all of info().weight_bytes but the embedding row and the small f32 vectors.
+TEST(RecurrentGemma, ProfiledStepReadsTheRooflineBytes) {
+  auto m = tiny_model();
+  State st = m->new_state();
+  std::vector<float> logits;
+  const auto toks = seq(4, 64);
+  m->forward(st, toks, logits);
+  profile::take();
+  profile::set_enabled(true);
+  m->forward(st, std::span<const int32_t>(toks.data(), 1), logits);
+  profile::set_enabled(false);
+  expect_profiled_pass({"embedding", "linear_x, linear_y", "conv1d", "rg_lru gates", "rg_lru scan",
+                        "linear_out", "attention q, k, v", "local attention", "attention o",
+                        "mlp gate, up", "mlp down", "output head"},
+                       m->info().weight_bytes);
 }
 
 TEST(RecurrentGemma, LastLogitsEqualLastRowOfAll) {
