@@ -83,6 +83,10 @@ void dot_rows_bf16_x2(const float* const* q, const uint16_t* const* k, int64_t s
                       int64_t count, int64_t n, float scale, float* const* out);
 void axpy_rows_bf16_x2(const float* const* w, const uint16_t* const* v, int64_t stride,
                        int64_t count, int64_t n, float* const* y);
+// axpy_rows for two weight vectors over their own blocks of f32 rows, of the same count, read
+// side by side (two streams from memory): each y[a] exactly what axpy_rows gives it alone.
+void axpy_rows_x2(const float* const* w, const float* const* v, int64_t stride, int64_t count,
+                  int64_t n, float* const* y);
 
 // Rotary embedding of one head vector, in place, on its first rot_dim dims.
 // neox (half-split) pairs (j, j + rot_dim/2); interleaved pairs (2j, 2j+1).
@@ -141,6 +145,8 @@ void dot_rows_bf16_x2(const float* const* q, const uint16_t* const* k, int64_t s
                       int64_t count, int64_t n, float scale, float* const* out);
 void axpy_rows_bf16_x2(const float* const* w, const uint16_t* const* v, int64_t stride,
                        int64_t count, int64_t n, float* const* y);
+void axpy_rows_x2(const float* const* w, const float* const* v, int64_t stride, int64_t count,
+                  int64_t n, float* const* y);
 void rope_neox(float* x, int64_t rot_dim, int64_t pos, float theta);
 void rope_interleaved(float* x, int64_t rot_dim, int64_t pos, float theta);
 void conv1d_depthwise(const float* hist, const float* x, const float* w, const float* b, float* y,

@@ -156,6 +156,11 @@ void axpy_rows_bf16_x2(const float* const* w, const uint16_t* const* v, int64_t 
   for (int a = 0; a < 2; ++a) axpy_rows_bf16(w[a], v[a], stride, count, n, y[a]);
 }
 
+void axpy_rows_x2(const float* const* w, const float* const* v, int64_t stride, int64_t count,
+                  int64_t n, float* const* y) {
+  for (int a = 0; a < 2; ++a) axpy_rows(w[a], v[a], stride, count, n, y[a]);
+}
+
 void dot_rows_heads_bf16(const float* q, int64_t nh, int64_t q_stride, const uint16_t* k,
                          int64_t stride, int64_t count, int64_t n, float scale, float* out,
                          int64_t out_stride) {

@@ -46,6 +46,8 @@
                         int64_t count, int64_t n, float scale, float* const* out);                 \
   void axpy_rows_bf16_x2(const float* const* w, const uint16_t* const* v, int64_t stride,          \
                          int64_t count, int64_t n, float* const* y);                               \
+  void axpy_rows_x2(const float* const* w, const float* const* v, int64_t stride, int64_t count,   \
+                    int64_t n, float* const* y);                                                   \
   void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count, int64_t n,  \
                      float scale, float* out);                                                     \
   void axpy_rows_heads_bf16(const float* w, int64_t nh, int64_t w_stride, const uint16_t* v,       \

@@ -728,6 +728,10 @@ struct VecOps {
                                 int64_t count, int64_t n, float* const* y) {
     axpy_rows_n<2>(w, v, stride, count, n, y);
   }
+  static void axpy_rows_x2(const float* const* w, const float* const* v, int64_t stride,
+                           int64_t count, int64_t n, float* const* y) {
+    axpy_rows_n<2>(w, v, stride, count, n, y);
+  }
   // fn.template operator()<hb>(h0, j0, rows, ahead) for each tile of kTileRows rows [j0, j0 +
   // rows) of [0, count) and, within it, each block of heads (by_head_blocks): every block over a
   // tile before the next tile, so that a row comes from memory once and from the nearest cache

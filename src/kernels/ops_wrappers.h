@@ -103,6 +103,10 @@ void axpy_rows_bf16_x2(const float* const* w, const uint16_t* const* v, int64_t 
                        int64_t count, int64_t n, float* const* y) {
   K::axpy_rows_bf16_x2(w, v, stride, count, n, y);
 }
+void axpy_rows_x2(const float* const* w, const float* const* v, int64_t stride, int64_t count,
+                  int64_t n, float* const* y) {
+  K::axpy_rows_x2(w, v, stride, count, n, y);
+}
 void dot_rows_bf16(const float* q, const uint16_t* k, int64_t stride, int64_t count, int64_t n,
                    float scale, float* out) {
   K::dot_rows_bf16(q, k, stride, count, n, scale, out);

@@ -730,20 +730,23 @@ TEST(OpsBlas, TwoHeadsSideBySideEqualOneAtATime) {
     for (int64_t n : {1, 17, 64, 128, 200, 256}) {
       const int64_t count = 37, stride = n + 23;
       std::vector<uint16_t> k[2], v[2];
-      std::vector<float> q[2], w[2];
+      std::vector<float> q[2], w[2], vf32[2];
       for (int a = 0; a < 2; ++a) {
         const uint32_t seed = 40 + 10 * static_cast<uint32_t>(a) + static_cast<uint32_t>(n);
         const auto kf = random_vec(count * stride, -2.0f, 2.0f, seed);
         const auto vf = random_vec(count * stride, -2.0f, 2.0f, seed + 1);
         for (float f : kf) k[a].push_back(cachet::f32_to_bf16(f));
         for (float f : vf) v[a].push_back(cachet::f32_to_bf16(f));
+        vf32[a] = vf;
         q[a] = random_vec(n, -2.0f, 2.0f, seed + 2);
         w[a] = random_vec(count, 0.0f, 1.0f, seed + 3);
       }
-      std::vector<float> s2[2], s1[2], y2[2], y1[2];
+      std::vector<float> s2[2], s1[2], y2[2], y1[2], f2[2], f1[2];
       for (int a = 0; a < 2; ++a) {
         s2[a].assign(count, -7.0f), s1[a] = s2[a];
         y2[a] = random_vec(n, -1.0f, 1.0f, 60 + static_cast<uint32_t>(a)), y1[a] = y2[a];
+        f2[a] = y2[a], f1[a] = y2[a];
+        cachet::ops::axpy_rows(w[a].data(), vf32[a].data(), stride, count, n, f1[a].data());
         cachet::ops::dot_rows_bf16(q[a].data(), k[a].data(), stride, count, n, 0.5f, s1[a].data());
         cachet::ops::axpy_rows_bf16(w[a].data(), v[a].data(), stride, count, n, y1[a].data());
       }
@@ -755,9 +758,13 @@ TEST(OpsBlas, TwoHeadsSideBySideEqualOneAtATime) {
       float* yp[2] = {y2[0].data(), y2[1].data()};
       cachet::ops::dot_rows_bf16_x2(qp, kp, stride, count, n, 0.5f, sp);
       cachet::ops::axpy_rows_bf16_x2(wp, vp, stride, count, n, yp);
+      const float* vfp[2] = {vf32[0].data(), vf32[1].data()};
+      float* fp[2] = {f2[0].data(), f2[1].data()};
+      cachet::ops::axpy_rows_x2(wp, vfp, stride, count, n, fp);
       for (int a = 0; a < 2; ++a) {
         EXPECT_EQ(s2[a], s1[a]) << tag << " dot_rows_bf16_x2 n=" << n << " head " << a;
         EXPECT_EQ(y2[a], y1[a]) << tag << " axpy_rows_bf16_x2 n=" << n << " head " << a;
+        EXPECT_EQ(f2[a], f1[a]) << tag << " axpy_rows_x2 n=" << n << " head " << a;
       }
     }
   }
