@@ -23,6 +23,7 @@
 #include "cachet/profile.h"
 #include "cachet/recurrent_gemma.h"
 #include "cachet/threadpool.h"
+#include "profile_print.h"
 #include "random_model.h"
 
 namespace cachet::cli {
@@ -95,28 +96,6 @@ void print_stream_ways(int nx) {
       std::printf("stream %s, %d row%s: %s\n", std::string(dtype_name(layout_type(layout))).c_str(),
                   nx, nx == 1 ? "" : "s", std::string(stream_way_name(c.way)).c_str());
   }
-}
-
-// `profile: PHASE: T ms per UNIT (S%)[, R GB/s]` for each phase recorded since profiling was
-// last taken, slowest first, over `count` timed calls of `seconds` in all; then the time outside
-// every phase. R is the weight bytes the phase read over its time.
-void print_profile(double seconds, int count, const char* unit) {
-  std::vector<profile::Phase> phases = profile::take();
-  std::stable_sort(
-      phases.begin(), phases.end(),
-      [](const profile::Phase& a, const profile::Phase& b) { return a.seconds > b.seconds; });
-  double inside = 0;
-  for (const profile::Phase& p : phases) {
-    inside += p.seconds;
-    std::printf("profile: %s: %.3f ms per %s (%.1f%%)", p.name.c_str(), 1e3 * p.seconds / count,
-                unit, 100.0 * p.seconds / seconds);
-    if (p.bytes > 0) std::printf(", %.1f GB/s", p.bytes / p.seconds / 1e9);
-    std::printf("\n");
-  }
-  const double outside = std::max(0.0, seconds - inside);
-  std::printf("profile: outside the phases: %.3f ms per %s (%.1f%%)\n", 1e3 * outside / count, unit,
-              100.0 * outside / seconds);
-  std::fflush(stdout);
 }
 
 // Decodes n tokens one at a time on each state, the states taking turns token by token, so
@@ -288,7 +267,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
     steal1 = steal_mark();
   });
   print_roofline_share(probes, "stage1 step", sps, "steps/s", info.weight_bytes);
-  if (args.profile) print_profile((steps - 1) / sps, steps - 1, "step");
+  if (args.profile) print_profile(stdout, profile::take(), (steps - 1) / sps, steps - 1, "step");
   // A mean hides the odd slow step (the host's steal, below): the spread too,
   // and the median step's rate as a share of the same roofline (the steady state, apart from
   // such steps; the figure above is the mean, which the targets are about).
@@ -377,7 +356,9 @@ int bench_model(const BenchModelArgs& args) {
   });
   print_roofline_share(probes, "decode after " + std::to_string(prompt), tps[0], "tok/s",
                        info.weight_bytes);
-  if (args.profile) print_profile((args.decode_steps - 1) / tps[0], args.decode_steps - 1, "token");
+  if (args.profile)
+    print_profile(stdout, profile::take(), (args.decode_steps - 1) / tps[0], args.decode_steps - 1,
+                  "token");
   print_stream_ways(1);
   if (longer) {
     print_roofline_share(probes, "decode after " + std::to_string(args.long_context), tps[1],

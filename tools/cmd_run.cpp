@@ -11,9 +11,11 @@
 #include "cachet/file.h"
 #include "cachet/generate.h"
 #include "cachet/model.h"
+#include "cachet/profile.h"
 #include "cachet/tokenizer.h"
 #include "cli.h"
 #include "default_model.h"
+#include "profile_print.h"
 #include "text_options.h"
 
 namespace cachet::cli {
@@ -29,11 +31,14 @@ Register run_cmd{Command{
         TextGenOptions gen;
         std::string prompt, prompt_file;
         bool no_bos = false;
+        bool profile = false;
       };
       auto a = std::make_shared<Args>();
       sub->add_option("-p,--prompt", a->prompt, "Prompt text");
       sub->add_option("--prompt-file", a->prompt_file, "Read the prompt from FILE");
       sub->add_flag("--no-bos", a->no_bos, "Do not start the sequence with BOS");
+      sub->add_flag("--profile", a->profile,
+                    "Print where the prompt's and the generation's time goes, phase by phase");
       add_text_gen_options(sub, a->gen);
       return [a, sub]() -> int {
         const bool has_prompt = sub->count("--prompt") > 0;
@@ -75,6 +80,14 @@ Register run_cmd{Command{
         opts.max_tokens = a->gen.max_tokens;
         opts.stop = a->gen.stop;
         opts.stop_tokens = chat_stop_tokens(tok);
+        // --profile: the prompt's phases are printed once it has been fed (its time is only
+        // known after generate returns: they are kept until then), the generation's at the end.
+        std::vector<profile::Phase> prompt_phases;
+        if (a->profile) {
+          profile::take();
+          profile::set_enabled(true);
+          opts.after_prompt = [&] { prompt_phases = profile::take(); };
+        }
         State state = model->new_state();
         bool ends_newline = true;
         const auto res =
@@ -88,6 +101,15 @@ Register run_cmd{Command{
         std::fflush(stdout);
         const double n_gen = static_cast<double>(res.tokens.size());
         if (a->gen.verbose) std::fprintf(stderr, "finished: %s\n", finish_reason_name(res.reason));
+        if (a->profile) {
+          profile::set_enabled(false);
+          std::fprintf(stderr, "profile of the prompt (%lld tokens, one pass):\n",
+                       static_cast<long long>(res.prompt_tokens));
+          print_profile(stderr, std::move(prompt_phases), res.prompt_seconds, 1, "pass");
+          std::fprintf(stderr, "profile of the generation (%lld tokens):\n",
+                       static_cast<long long>(res.sampled));
+          print_profile(stderr, profile::take(), res.generate_seconds, res.sampled, "token");
+        }
         std::fprintf(stderr,
                      "prompt: %lld tokens, %.1f tok/s; generation: %lld tokens, %.1f tok/s\n",
                      static_cast<long long>(res.prompt_tokens),

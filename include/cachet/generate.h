@@ -37,6 +37,9 @@ struct GenerateOptions {
   int64_t max_tokens = 256;          // < 0: until a stop or the model's position limit
   std::vector<std::string> stop;     // stop strings
   std::vector<int32_t> stop_tokens;  // tokens that end generation (not shown), e.g. EOS
+  // Called once the prompt has been fed, before the first token is sampled (a caller that
+  // reports the prompt and the generation apart, as `cachet run --profile`).
+  std::function<void()> after_prompt;
 };
 
 enum class FinishReason { Length, StopToken, StopString, Callback, PositionLimit };

@@ -97,6 +97,7 @@ GenerateResult generate(LanguageModel& model, State& state, const Tokenizer& tok
   CACHET_CHECK(static_cast<int64_t>(logits.size()) == vocab, "model returned ", logits.size(),
                " logits for a vocabulary of ", vocab);
   sampler.accept(prompt);
+  if (opts.after_prompt) opts.after_prompt();
 
   StreamDecoder dec(tok);
   StopMatcher stop(opts.stop);

@@ -170,6 +170,29 @@ def main():
     check(g[1] == k1[1], f"top-k 1 != greedy: {k1[1]!r} vs {g[1]!r}")
     rc, out, err = run(cachet, base + ["--seed", "7", "-v"])
     check(rc == 0 and "seed: 7" in err, f"-v prints the seed: {err!r}")
+    # --profile: the same text, and on stderr the prompt's phases, then the generation's, each
+    # list ending with the time outside the phases; the products carry their rates.
+    rc, out, err = run(cachet, base + ["--seed", "7", "--temp", "1.5", "--profile"])
+    check(rc == 0 and out == r1[1], f"--profile changes the text: {out!r} vs {r1[1]!r}")
+    lines = err.splitlines()
+    heads = [i for i, l in enumerate(lines) if l.startswith("profile of the ")]
+    check(len(heads) == 2 and re.fullmatch(r"profile of the prompt \([0-9]+ tokens, one pass\):",
+                                           lines[heads[0]])
+          and re.fullmatch(r"profile of the generation \([0-9]+ tokens\):", lines[heads[1]]),
+          f"--profile headings: {err!r}")
+    if len(heads) == 2:
+        for a, b, unit in ((heads[0] + 1, heads[1], "pass"), (heads[1] + 1, len(lines), "token")):
+            rows = [re.fullmatch(r"profile: (.+): [0-9.]+ ms per " + unit +
+                                 r" \(([0-9.]+)%\)(, [0-9.]+ GB/s)?", l)
+                    for l in lines[a:b] if l.startswith("profile: ")]
+            check(rows and all(rows) and rows[-1].group(1) == "outside the phases",
+                  f"--profile {unit} lines: {err!r}")
+            if rows and all(rows):
+                named = {m.group(1): m.group(3) for m in rows}
+                check(named.get("mlp down") and named.get("output head"),
+                      f"--profile {unit}: products without rates: {err!r}")
+                share = sum(float(m.group(2)) for m in rows)
+                check(98.5 <= share <= 101.5, f"--profile {unit}: shares add up to {share}%")
 
     # 3. Stop strings: the text ends right before the first occurrence.
     rc, full, _ = run(cachet, ["run", "-m", model_dir, "-p", "the quick", "-n", "24",
