@@ -18,8 +18,10 @@
 #include "cachet/error.h"
 #include "cachet/file.h"
 #include "cachet/metavoice.h"
+#include "cachet/profile.h"
 #include "cachet/wav.h"
 #include "cli.h"
+#include "profile_print.h"
 
 namespace cachet::cli {
 namespace {
@@ -29,7 +31,7 @@ struct TtsArgs {
   float guidance = 3.0f, temperature = 1.0f, top_p = 0.95f;
   int64_t seed = -1;
   int64_t max_tokens = -1;
-  bool no_loudness = false, float_wav = false, verbose = false;
+  bool no_loudness = false, float_wav = false, verbose = false, profile = false;
 };
 
 void write_codes_json(const std::string& path, const std::vector<std::vector<int>>& codes) {
@@ -157,12 +159,15 @@ int run_tts(TtsArgs& a, bool has_prompt) {
                  static_cast<long long>(a.seed));
   const auto t1 = std::chrono::steady_clock::now();
   TtsResult r;
+  profile::take();
+  profile::set_enabled(a.profile);  // stage 1 marks its phases; stage 2 and EnCodec do not
   try {
     r = mv->synthesize(text, o);
   } catch (...) {
     status.clear();
     throw;
   }
+  profile::set_enabled(false);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   status.clear();
   if (!a.dump_codes.empty()) write_codes_json(a.dump_codes, r.codes);
@@ -181,6 +186,12 @@ int run_tts(TtsArgs& a, bool has_prompt) {
   }
   if (!r.reached_end_of_audio)
     std::fprintf(stderr, "note: stage 1 stopped at its token limit before the end of audio\n");
+  if (a.profile) {
+    const int64_t steps = static_cast<int64_t>(r.stage1_tokens.size()) - r.prompt_tokens;
+    std::fprintf(stderr, "profile of stage 1 (%lld steps, the prompt's pass included):\n",
+                 static_cast<long long>(steps));
+    print_profile(stderr, profile::take(), r.stage1_seconds, steps, "step");
+  }
   print_summary(audio_s, wall);
   return 0;
 }
@@ -212,6 +223,8 @@ const Register reg_tts{Command{
       sub->add_flag("--no-loudness", a->no_loudness, "Skip loudness normalisation");
       sub->add_flag("--float", a->float_wav, "Write 32-bit float samples instead of 16-bit PCM");
       sub->add_flag("-v,--verbose", a->verbose, "Print the seed and timings on stderr");
+      sub->add_flag("--profile", a->profile,
+                    "Print where stage 1's steps spend their time, phase by phase");
       int* threads = add_threads_option(sub);
       return [a, sub, threads]() -> int {
         apply_threads(*threads);

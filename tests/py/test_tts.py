@@ -164,6 +164,20 @@ def main():
     a, _ = wav_bytes("greedy_a", ["--temp", "0"])
     b, _ = wav_bytes("greedy_b", ["--temp", "0", "--seed", "99", "-t", "2"])
     check(a == b, "greedy runs differ (another seed, another thread count)")
+    # --profile: the same samples, and stage 1's phases on stderr, each product with its rate
+    p = os.path.join(wd, "greedy_profile.wav")
+    _, err = tts(cachet, ["-m", d, "-p", TEXT, "-o", p, "-n", "200", "--temp", "0", "--profile"],
+                 "profile")
+    with open(p, "rb") as f:
+        check(f.read() == a, "--profile changed the samples")
+    lines = err.splitlines()
+    check(any(re.fullmatch(r"profile of stage 1 \([0-9]+ steps, the prompt's pass included\):", l)
+              for l in lines), f"--profile heading: {err[-800:]}")
+    rows = [re.fullmatch(r"profile: (.+): [0-9.]+ ms per step \([0-9.]+%\)(, [0-9.]+ GB/s)?", l)
+            for l in lines if l.startswith("profile: ")]
+    named = {m.group(1): m.group(2) for m in rows if m}
+    check(rows and all(rows) and named.get("mlp w2") and named.get("attention wqkv")
+          and "outside the phases" in named, f"--profile lines: {err[-800:]}")
     s1, c1 = wav_bytes("seed1_a", ["--seed", "1"])
     s1b, c1b = wav_bytes("seed1_b", ["--seed", "1", "-t", "2"])
     s2, c2 = wav_bytes("seed2", ["--seed", "2"])
