@@ -16,13 +16,13 @@ namespace cachet::profile {
 void set_enabled(bool on);
 bool enabled();
 
-// The phases recorded since the last take(), in the order each was first seen, and forgets them.
 struct Phase {
   std::string name;
   int64_t calls = 0;
   double seconds = 0;  // summed over the calls
   double bytes = 0;    // weight bytes the calls read, summed
 };
+// The phases recorded since the last take(), in the order each was first seen; forgets them.
 std::vector<Phase> take();
 
 // Times its own lifetime as one call of `phase` (a string that outlives the program, such as a
