@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -156,6 +158,54 @@ void matvec_isa(Isa isa, const MatView& w, const float* x, float* y, ThreadPool&
 
   matvec_rows(isa, w, x, 1, y, pool);
 }
+
+namespace kern {
+namespace {
+
+// What cvtps_epi32 gives: the nearest integer, ties to even (the default rounding mode), and
+// INT32_MIN for a value out of range or NaN.
+int32_t round_like_cvt(float v) {
+  if (!(v >= -2147483648.0f && v < 2147483648.0f)) return INT32_MIN;
+  return static_cast<int32_t>(std::nearbyint(v));
+}
+// The kernels' packs: to int16, then int8, each saturating.
+int8_t saturate_i8(int32_t v) {
+  return static_cast<int8_t>(std::clamp<int32_t>(std::clamp<int32_t>(v, -32768, 32767), -128, 127));
+}
+// One block of `len` values: its scale, its q, and the sums of its q by `part` values.
+template <typename Sum>
+void quantize_block_ref(const float* x, int64_t len, int64_t part, int8_t* q, float* d, Sum* sums) {
+  float mx = 0;
+  for (int64_t j = 0; j < len; ++j) mx = std::max(mx, std::fabs(x[j]));
+  *d = mx / 127.0f;
+  const float id = mx > 0 ? 127.0f / mx : 0.0f;
+  for (int64_t p = 0; p < len / part; ++p) {
+    uint32_t s = 0;  // wrapping, as the kernels' 32-bit lanes
+    for (int64_t j = p * part; j < (p + 1) * part; ++j) {
+      const int32_t v = round_like_cvt(x[j] * id);
+      s += static_cast<uint32_t>(v);
+      q[j] = saturate_i8(v);
+    }
+    sums[p] = static_cast<Sum>(static_cast<int32_t>(s));
+  }
+}
+
+}  // namespace
+
+void quantize_x_q8_32_ref(const float* x, int64_t n, int8_t* qs, float* d, int32_t* isum,
+                          float* fsum) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    quantize_block_ref(x + 32 * b, 32, 32, qs + 32 * b, d + b, isum + b);
+    fsum[b] = d[b] * static_cast<float>(isum[b]);
+  }
+}
+
+void quantize_x_q8_k_ref(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums) {
+  for (int64_t b = 0; b < n / 256; ++b)
+    quantize_block_ref(x + 256 * b, 256, 16, qs + 256 * b, d + b, bsums + 16 * b);
+}
+
+}  // namespace kern
 
 namespace {
 

@@ -92,5 +92,11 @@ Kernel avx512_kernel(DType t, MatmulPath path);
 void quantize_x_q8_32_avx2(const float* x, int64_t n, int8_t* qs, float* d, int32_t* isum,
                            float* fsum);
 void quantize_x_q8_k_avx2(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
+// Their scalar references, with the same results bit for bit: per block d = max|x| / 127, each
+// q the nearest integer (ties to even) to x * (127 / max|x|) (0 for an all-zero block), isum /
+// bsums the sums of the q of a block of 32 / of 16 values, fsum = d * isum.
+void quantize_x_q8_32_ref(const float* x, int64_t n, int8_t* qs, float* d, int32_t* isum,
+                          float* fsum);
+void quantize_x_q8_k_ref(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
 
 }  // namespace cachet::kern

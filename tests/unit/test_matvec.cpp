@@ -13,6 +13,7 @@
 #include "cachet/kernels.h"
 #include "cachet/quant.h"
 #include "cachet/threadpool.h"
+#include "kernels/vecdot.h"
 
 using namespace cachet;
 
@@ -158,6 +159,41 @@ TEST(MatvecSimd, ZeroAndTinyActivations) {
       matvec_isa(isa, m.view, x.data(), y.data(), pool);
       for (float v : y) EXPECT_TRUE(std::isfinite(v)) << isa_name(isa) << " " << dtype_name(t);
     }
+  }
+}
+
+// The activation quantizers of the integer kernels (AVX2 code, also used by the AVX-512 build)
+// give their scalar references' results bit for bit: finite values of many magnitudes, zeros of
+// both signs, all-zero blocks and infinities. (Not NaN: whether a max sees it depends on the
+// order the maxes take.)
+TEST(MatvecSimd, ActivationQuantizersEqualTheirScalarReferences) {
+  if (cachet::best_isa() < cachet::Isa::Avx2) GTEST_SKIP() << "no AVX2";
+  std::mt19937 rng(9);
+  for (int t = 0; t < 400; ++t) {
+    const int64_t n = 256 * (1 + t % 5);
+    std::vector<float> x(static_cast<size_t>(n));
+    const float mag = std::ldexp(1.0f, static_cast<int>(rng() % 200) - 100);
+    for (float& v : x) {
+      v = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng) * mag;
+      if (rng() % 9 == 0) v = rng() % 2 ? 0.0f : -0.0f;
+    }
+    if (t % 20 == 0) std::fill(x.begin(), x.begin() + 256, 0.0f);
+    if (t % 37 == 0) x[5] = INFINITY;
+    std::vector<int8_t> q1(x.size()), q2(x.size());
+    std::vector<float> d1(x.size() / 32), d2(x.size() / 32), f1(x.size() / 32), f2(x.size() / 32);
+    std::vector<int32_t> i1(x.size() / 32), i2(x.size() / 32);
+    std::vector<int16_t> b1(x.size() / 16), b2(x.size() / 16);
+    cachet::kern::quantize_x_q8_k_ref(x.data(), n, q1.data(), d1.data(), b1.data());
+    cachet::kern::quantize_x_q8_k_avx2(x.data(), n, q2.data(), d2.data(), b2.data());
+    EXPECT_EQ(q1, q2) << "Q8_K q, case " << t;
+    EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), static_cast<size_t>(n / 256) * 4)) << t;
+    EXPECT_EQ(b1, b2) << "Q8_K bsums, case " << t;
+    cachet::kern::quantize_x_q8_32_ref(x.data(), n, q1.data(), d1.data(), i1.data(), f1.data());
+    cachet::kern::quantize_x_q8_32_avx2(x.data(), n, q2.data(), d2.data(), i2.data(), f2.data());
+    EXPECT_EQ(q1, q2) << "Q8_32 q, case " << t;
+    EXPECT_EQ(i1, i2) << "Q8_32 sums, case " << t;
+    EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), d1.size() * 4)) << t;
+    EXPECT_EQ(0, std::memcmp(f1.data(), f2.data(), f1.size() * 4)) << t;
   }
 }
 
