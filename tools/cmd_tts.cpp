@@ -159,8 +159,10 @@ int run_tts(TtsArgs& a, bool has_prompt) {
                  static_cast<long long>(a.seed));
   const auto t1 = std::chrono::steady_clock::now();
   TtsResult r;
-  profile::take();
-  profile::set_enabled(a.profile);  // stage 1 marks its phases; stage 2 and EnCodec do not
+  if (a.profile) {  // stage 1 marks its phases; stage 2 and EnCodec do not
+    profile::take();
+    profile::set_enabled(true);
+  }
   try {
     r = mv->synthesize(text, o);
   } catch (...) {

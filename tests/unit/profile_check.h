@@ -12,10 +12,16 @@
 
 namespace cachet {
 
-// Takes the phases recorded (profile::take()) and expects each of `want` among them, and their
-// bytes between 90% and all of `weight_bytes` (what they leave out: embedding rows and small
-// f32 vectors).
-inline void expect_profiled_pass(std::initializer_list<const char*> want, uint64_t weight_bytes) {
+// Runs pass() with profiling on and expects each of `want` among the phases it recorded, and
+// their bytes between 90% and all of `weight_bytes` (what they leave out: embedding rows and
+// small f32 vectors).
+template <typename Pass>
+void expect_profiled_pass(Pass&& pass, std::initializer_list<const char*> want,
+                          uint64_t weight_bytes) {
+  profile::take();
+  profile::set_enabled(true);
+  pass();
+  profile::set_enabled(false);
   double bytes = 0;
   std::vector<std::string> names;
   for (const profile::Phase& p : profile::take()) {

@@ -13,7 +13,6 @@
 #include "cachet/error.h"
 #include "cachet/gguf.h"
 #include "cachet/half.h"
-#include "cachet/profile.h"
 #include "cachet/quant.h"
 #include "cachet/recurrent_gemma.h"
 #include "cachet/threadpool.h"
@@ -70,6 +69,19 @@ std::vector<float> run_chunks(LanguageModel& m, State& st, const std::vector<int
   return all;
 }
 
+// The largest difference between the logits of n tokens fed at once and fed in chunks of
+// `chunk`, on a tiny model of config c; all_logits receives the former.
+float chunked_diff(const RecurrentGemmaConfig& c, int n, size_t chunk,
+                   std::vector<float>* all_logits = nullptr) {
+  auto m = tiny_model(c);
+  const auto toks = seq(n, 64);
+  State a = m->new_state(), b = m->new_state();
+  const auto all = run_chunks(*m, a, toks, 0);
+  const float diff = max_diff(all, run_chunks(*m, b, toks, chunk));
+  if (all_logits) *all_logits = all;
+  return diff;
+}
+
 TEST(RecurrentGemma, PrefillStepAndChunksAgree) {
   auto m = tiny_model();
   const auto toks = seq(23, 64);  // longer than the window (5)
@@ -97,11 +109,8 @@ TEST(RecurrentGemma, ProfiledStepReadsTheRooflineBytes) {
   std::vector<float> logits;
   const auto toks = seq(4, 64);
   m->forward(st, toks, logits);
-  profile::take();
-  profile::set_enabled(true);
-  m->forward(st, std::span<const int32_t>(toks.data(), 1), logits);
-  profile::set_enabled(false);
-  expect_profiled_pass({"embedding", "linear_x, linear_y", "conv1d", "rg_lru gates", "rg_lru scan",
+  expect_profiled_pass([&] { m->forward(st, std::span<const int32_t>(toks.data(), 1), logits); },
+                       {"embedding", "linear_x, linear_y", "conv1d", "rg_lru gates", "rg_lru scan",
                         "linear_out", "attention q, k, v", "local attention", "attention o",
                         "mlp gate, up", "mlp down", "output head"},
                        m->info().weight_bytes);
@@ -112,11 +121,8 @@ TEST(RecurrentGemma, ProfiledStepReadsTheRooflineBytes) {
 TEST(RecurrentGemma, OddGateBlocksAgreeAcrossChunks) {
   RecurrentGemmaConfig c = tiny_config();
   c.lru_width = 30;
-  auto m = tiny_model(c);
-  const auto toks = seq(12, 64);
-  State a = m->new_state(), b = m->new_state();
-  const auto all = run_chunks(*m, a, toks, 0);
-  EXPECT_LE(max_diff(all, run_chunks(*m, b, toks, 1)), 1e-4f);
+  std::vector<float> all;
+  EXPECT_LE(chunked_diff(c, 12, 1, &all), 1e-4f);
   for (float z : all) ASSERT_TRUE(std::isfinite(z));
 }
 
@@ -135,12 +141,7 @@ TEST(RecurrentGemma, LongPrefillBeyondInternalPassSize) {
   // More rows than one internal pass holds, window larger than the pass.
   auto c = tiny_config();
   c.attention_window_size = 300;
-  auto m = tiny_model(c);
-  const auto toks = seq(600, 64);
-  State a = m->new_state(), b = m->new_state();
-  const auto ref = run_chunks(*m, a, toks, 0);
-  const auto got = run_chunks(*m, b, toks, 97);
-  EXPECT_LE(max_diff(ref, got), 1e-4f);
+  EXPECT_LE(chunked_diff(c, 600, 97), 1e-4f);
 }
 
 TEST(RecurrentGemma, LongWindowStepsAgreeAcrossThreadCounts) {
