@@ -5,6 +5,14 @@
 namespace cachet::kern {
 namespace {
 
+// The largest of v's eight values.
+inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
 // Quantizes 32 floats with scale d = max|v| / 127 (0 for an all-zero block); returns sum of q.
 inline int quantize32(const float* x, int8_t* q, float* d) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -14,10 +22,7 @@ inline int quantize32(const float* x, int8_t* q, float* d) {
     v[k] = _mm256_loadu_ps(x + 8 * k);
     amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
   }
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  const float mx = _mm_cvtss_f32(m);
+  const float mx = hmax(amax);
   *d = mx / 127.0f;
   const __m256 id = _mm256_set1_ps(mx > 0 ? 127.0f / mx : 0.0f);
   __m256i i[4];
@@ -54,10 +59,7 @@ void quantize_x_q8_k_avx2(const float* x, int64_t n, int8_t* qs, float* d, int16
     for (int k = 0; k < 32; ++k)
       am[k % 4] = _mm256_max_ps(am[k % 4], _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + 8 * k)));
     const __m256 amax = _mm256_max_ps(_mm256_max_ps(am[0], am[1]), _mm256_max_ps(am[2], am[3]));
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float mx = _mm_cvtss_f32(m);
+    const float mx = hmax(amax);
     d[b] = mx / 127.0f;
     const __m256 id = _mm256_set1_ps(mx > 0 ? 127.0f / mx : 0.0f);
     for (int c = 0; c < 8; ++c) {
