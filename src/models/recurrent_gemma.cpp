@@ -41,6 +41,12 @@ using models::Linear;
 
 constexpr int64_t kMaxRows = 256;  // rows per pass: bounds scratch memory for long prompts
 
+// Parts of its output columns each gate block of width bw is laid out in (Layer::gates_w): two
+// halves where bw is even, else the whole block.
+int64_t gate_halves(int64_t bw) {
+  return bw % 2 == 0 ? 2 : 1;
+}
+
 struct Layer {
   bool attention = false;
   std::vector<float> temporal_norm, channel_norm;  // RMSNorm weights w (used as 1 + w)
@@ -55,13 +61,12 @@ struct Layer {
   // Per head h, the input gate's and the recurrence gate's [bw, bw] blocks one after the other
   // (HF stores each as [in, out]), and their biases. A gate is then y = b + sum_i x_i W[i]: an
   // axpy over rows, with y in registers. Each block is split by its output columns into
-  // gate_halves parts of [bw_in, bw_out / gate_halves], each contiguous: the two halves of a
+  // gate_halves(bw) parts of [bw_in, bw_out / parts], each contiguous: the two halves of a
   // block are two streams from memory, read side by side (ops::axpy_rows_x2), where a whole
   // block was one stream per thread; every y[o] takes the same operations either way. 2 H bw
   // bw floats (RecurrentGemma-2B: 5 MiB a layer) in a weight region, as the matrices.
-  Tensor gates_w;              // f32 [H, 2, gate_halves, bw_in, bw_out / gate_halves]
+  Tensor gates_w;              // f32 [H, 2, gate_halves(bw), bw_in, bw_out / gate_halves(bw)]
   std::vector<float> gates_b;  // [H, 2, bw]
-  int64_t gate_halves = 1;     // 2 where bw is even
   // Attention block.
   models::FusedLinear qkv;  // q_proj, k_proj, v_proj
   Linear o;
@@ -234,10 +239,9 @@ class RecurrentGemma final : public LanguageModel {
         L.gates_w = Tensor::view(DType::F32, {H, 2, bw, bw}, gates.get(), gates);
         float* gw = L.gates_w.as<float>();
         L.gates_b.resize(static_cast<size_t>(2 * H * bw));
-        L.gate_halves = bw % 2 == 0 ? 2 : 1;
         const char* gate[2] = {"input_gate", "recurrent_gate"};
         for (int64_t g = 0; g < 2; ++g)
-          place_gate(f, gp + gate[g], H, bw, L.gate_halves, gw + g * bw * bw,
+          place_gate(f, gp + gate[g], H, bw, gate_halves(bw), gw + g * bw * bw,
                      L.gates_b.data() + g * bw);
       }
       layers_.push_back(std::move(L));
@@ -542,7 +546,7 @@ class RecurrentGemma final : public LanguageModel {
           float* y = (g == 0 ? gx : ga) + r * R + h * bw;
           std::copy_n(L.gates_b.data() + (2 * h + g) * bw, bw, y);
           const float* blk = L.gates_w.as<float>() + (2 * h + g) * bw * bw;
-          if (L.gate_halves == 2) {
+          if (gate_halves(bw) == 2) {
             const int64_t hw = bw / 2;
             const float* xs[2] = {xh, xh};
             const float* ws[2] = {blk, blk + bw * hw};
