@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -33,6 +34,12 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The upper median of a non-empty set
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
 }
 
 // The roofline: the higher probe over the weight bytes read per token or step.
@@ -98,13 +105,36 @@ void print_stream_ways(int nx) {
   }
 }
 
+// A mean hides the odd slow step (the host's steal): `LABEL: median M ms (P% of roofline),
+// slowest S ms (position Q)`, the median step's rate as a share of the same roofline as the
+// mean's (the steady state, apart from such steps; the targets are about the mean).
+// first_pos: the position of ms[0].
+void print_step_spread(const Probes& p, const std::string& label, const std::vector<double>& ms,
+                       int64_t first_pos, uint64_t weight_bytes) {
+  if (ms.empty()) return;
+  const size_t slowest = static_cast<size_t>(std::max_element(ms.begin(), ms.end()) - ms.begin());
+  std::printf("%s: median %.2f ms (%.0f%% of roofline), slowest %.2f ms (position %lld)\n",
+              label.c_str(), median_of(ms),
+              100.0 * 1e3 / median_of(ms) / roofline_of(p, weight_bytes), ms[slowest],
+              static_cast<long long>(first_pos + static_cast<int64_t>(slowest)));
+}
+
+// Each state's decoding steps: the mean rate, and each timed step's time and the position of
+// the first.
+struct DecodeTimes {
+  std::vector<double> tps;
+  std::vector<std::vector<double>> ms;
+  std::vector<int64_t> first_pos;
+};
+
 // Decodes n tokens one at a time on each state, the states taking turns token by token, so
 // that every speed is measured under the same load of the machine (on a shared host the
 // bandwidth moves by a third within minutes: one after the other, the figures of two contexts
-// differed by more than their own difference). Returns tokens per second of each state. With
-// with_profile, the phases of the first state's timed tokens are recorded (profile::take()).
-std::vector<double> decode_speeds(LanguageModel& model, const std::vector<State*>& states, int n,
-                                  std::vector<float>& logits, bool with_profile = false) {
+// differed by more than their own difference). Returns each state's tokens per second and step
+// times. With with_profile, the phases of the first state's timed tokens are recorded
+// (profile::take()).
+DecodeTimes decode_speeds(LanguageModel& model, const std::vector<State*>& states, int n,
+                          std::vector<float>& logits, bool with_profile = false) {
   const int64_t vocab = model.info().vocab_size;
   std::vector<std::vector<int32_t>> toks, warm;
   for (State* s : states) {
@@ -117,6 +147,9 @@ std::vector<double> decode_speeds(LanguageModel& model, const std::vector<State*
                     logits);
   });
   std::vector<double> seconds(states.size());
+  DecodeTimes d;
+  d.ms.resize(states.size());
+  for (const State* s : states) d.first_pos.push_back(s->position());
   profile::take();
   for (int i = 1; i < n; ++i)
     for (size_t k = 0; k < states.size(); ++k) {
@@ -124,12 +157,13 @@ std::vector<double> decode_speeds(LanguageModel& model, const std::vector<State*
       const auto t0 = Clock::now();
       model.forward(*states[k], std::span<const int32_t>(&toks[k][static_cast<size_t>(i)], 1),
                     logits);
-      seconds[k] += seconds_since(t0);
+      const double sec = seconds_since(t0);
+      seconds[k] += sec;
+      d.ms[k].push_back(1e3 * sec);
     }
   profile::set_enabled(false);
-  std::vector<double> tps;
-  for (double sec : seconds) tps.push_back((n - 1) / sec);
-  return tps;
+  for (double sec : seconds) d.tps.push_back((n - 1) / sec);
+  return d;
 }
 
 // Feeds tokens in chunks until the state reaches position target.
@@ -268,18 +302,7 @@ int bench_metavoice(const BenchModelArgs& args, ThreadPool& pool) {
   });
   print_roofline_share(probes, "stage1 step", sps, "steps/s", info.weight_bytes);
   if (args.profile) print_profile(stdout, profile::take(), (steps - 1) / sps, steps - 1, "step");
-  // A mean hides the odd slow step (the host's steal, below): the spread too,
-  // and the median step's rate as a share of the same roofline (the steady state, apart from
-  // such steps; the figure above is the mean, which the targets are about).
-  const size_t slowest = static_cast<size_t>(std::max_element(ms.begin(), ms.end()) - ms.begin());
-  std::vector<double> sorted = ms;
-  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-  const double median_ms = sorted[sorted.size() / 2];
-  std::printf(
-      "stage1 step time: median %.1f ms (%.0f%% of roofline), slowest %.1f ms (position "
-      "%lld)\n",
-      median_ms, 100.0 * 1e3 / median_ms / roofline_of(probes, info.weight_bytes), ms[slowest],
-      static_cast<long long>(first_pos + static_cast<int64_t>(slowest)));
+  print_step_spread(probes, "stage1 step time", ms, first_pos, info.weight_bytes);
   print_steal(steal0, steal1, "the steps were timed");
   print_stream_ways(2);
   std::printf("peak RSS: %.2f GiB\n", peak_rss_gib());
@@ -347,22 +370,37 @@ int bench_model(const BenchModelArgs& args) {
   }
   std::vector<State*> states = {&*state};
   if (longer) states.push_back(&*longer);
-  std::vector<double> tps;
+  DecodeTimes times;
   StealMark steal0, steal1;
   const Probes probes = between_probes(pool, [&] {
     steal0 = steal_mark();
-    tps = decode_speeds(*model, states, args.decode_steps, logits, args.profile);
+    times = decode_speeds(*model, states, args.decode_steps, logits, args.profile);
     steal1 = steal_mark();
   });
+  const std::vector<double>& tps = times.tps;
   print_roofline_share(probes, "decode after " + std::to_string(prompt), tps[0], "tok/s",
                        info.weight_bytes);
   if (args.profile)
     print_profile(stdout, profile::take(), (args.decode_steps - 1) / tps[0], args.decode_steps - 1,
                   "token");
+  print_step_spread(probes, "decode step time after " + std::to_string(prompt), times.ms[0],
+                    times.first_pos[0], info.weight_bytes);
   print_stream_ways(1);
   if (longer) {
     print_roofline_share(probes, "decode after " + std::to_string(args.long_context), tps[1],
                          "tok/s", info.weight_bytes);
+    print_step_spread(probes, "decode step time after " + std::to_string(args.long_context),
+                      times.ms[1], times.first_pos[1], info.weight_bytes);
+    // The state is bounded: how much slower the long context decodes (its speed's shortfall),
+    // by the means and by the median steps (negative: faster)
+    auto shortfall = [](double pct) {
+      char b[48];
+      std::snprintf(b, sizeof b, "%.1f%% %s", std::fabs(pct), pct < 0 ? "faster" : "slower");
+      return std::string(b);
+    };
+    std::printf("decode after %d against after %d: %s (median steps %s)\n", args.long_context,
+                prompt, shortfall(100.0 * (1.0 - tps[1] / tps[0])).c_str(),
+                shortfall(100.0 * (1.0 - median_of(times.ms[0]) / median_of(times.ms[1]))).c_str());
   }
   print_steal(steal0, steal1, "the tokens were decoded");
   if (longer) {

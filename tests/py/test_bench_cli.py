@@ -42,6 +42,31 @@ def bench_model(cachet, res):
             res.check(f"reference is the higher probe ({ctx})",
                       abs(best - max(before, after)) <= 0.05 and abs(bw - best) <= 0.05,
                       f"{best} {before} {after} {bw}")
+        # The spread of the same steps: the median step's rate over the same roofline, the
+        # slowest no faster than the median, at a position the steps reached
+        spat = re.compile(rf"decode step time after {ctx}: median {NUM} ms \(([0-9]+)% of "
+                          rf"roofline\), slowest {NUM} ms \(position ([0-9]+)\)")
+        sp = [m for m in (spat.fullmatch(l) for l in lines) if m]
+        if res.check(f"decode step time after {ctx} line", len(sp) == 1, out):
+            med, mshare, slow, pos = (float(x) for x in sp[0].groups())
+            want = 100 * 1e3 / med / roof  # the median printed to 0.01 ms
+            res.check(f"median step share ({ctx})",
+                      abs(mshare - want) <= 1.0 + want * (0.006 / med + 0.01),
+                      f"{mshare}% vs 1000/{med}/{roof}")
+            res.check(f"slowest step ({ctx})", slow >= med - 0.01 and pos >= ctx,
+                      f"median {med}, slowest {slow} at {pos}")
+    # How much slower the long context decodes: the means' shortfall, and the median steps'
+    cmp = [re.fullmatch(rf"decode after 96 against after 32: {NUM}% (slower|faster) \(median "
+                        rf"steps {NUM}% (slower|faster)\)", l) for l in lines]
+    cmp = [m for m in cmp if m]
+    mean = [re.fullmatch(rf"decode after {ctx}: {NUM} tok/s .*", l) for ctx in (32, 96)
+            for l in lines]
+    mean = [float(m.group(1)) for m in mean if m]
+    if res.check("decode comparison line", len(cmp) == 1 and len(mean) == 2, out):
+        pct = float(cmp[0].group(1)) * (1 if cmp[0].group(2) == "slower" else -1)
+        want = 100 * (1 - mean[1] / mean[0])
+        res.check("decode comparison arithmetic", abs(pct - want) <= 0.1 + 0.01 * abs(want),
+                  f"{pct} vs 100 (1 - {mean[1]} / {mean[0]})")
     rss = [re.fullmatch(rf"RSS after 32: {NUM} GiB, after 96: {NUM} GiB", l) for l in lines]
     res.check("RSS line", any(rss))
     res.check("peak RSS line", any(re.fullmatch(rf"peak RSS: {NUM} GiB", l) for l in lines))
