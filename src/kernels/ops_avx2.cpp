@@ -16,6 +16,12 @@ struct Avx2Vec {
   static F zero() { return _mm256_setzero_ps(); }
   static F set1(float a) { return _mm256_set1_ps(a); }
   static F load(const float* p) { return _mm256_loadu_ps(p); }
+  // p[0], p[stride], ..., p[7 stride]
+  static F load_strided(const float* p, int stride) {
+    const __m256i i =
+        _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
+    return _mm256_i32gather_ps(p, i, 4);
+  }
   // W bf16 values widened to f32 (exact).
   static F load_bf16(const uint16_t* p) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));

@@ -20,6 +20,13 @@ struct Avx512Vec {
   static F zero() { return _mm512_setzero_ps(); }
   static F set1(float a) { return _mm512_set1_ps(a); }
   static F load(const float* p) { return _mm512_loadu_ps(p); }
+  // p[0], p[stride], ..., p[15 stride]
+  static F load_strided(const float* p, int stride) {
+    const __m512i i =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(stride));
+    return _mm512_i32gather_ps(i, p, 4);
+  }
   // W bf16 values widened to f32 (exact).
   static F load_bf16(const uint16_t* p) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));

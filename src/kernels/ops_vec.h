@@ -777,6 +777,13 @@ struct VecOps {
     for (int64_t c = 0; c < C; c += W) {
       const int r = C - c >= W ? W : static_cast<int>(C - c);
       for (int64_t k = 0; k < K; ++k) {
+        // Tap k of W channels, K apart: one gather. RecurrentGemma-2B's 2 560 channels of 4
+        // taps took 2.5 us a step against 5.6 with the scalar copy below (8.6 against 10.5
+        // from memory; an ad-hoc loop, one thread).
+        if (r == W) {
+          wk[k] = V::load_strided(w + c * K + k, static_cast<int>(K));
+          continue;
+        }
         alignas(64) float tmp[W] = {};
         for (int l = 0; l < r; ++l) tmp[l] = w[(c + l) * K + k];
         wk[k] = V::load(tmp);
