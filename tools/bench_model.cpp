@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -113,10 +114,10 @@ void print_step_spread(const Probes& p, const std::string& label, const std::vec
                        int64_t first_pos, uint64_t weight_bytes) {
   if (ms.empty()) return;
   const size_t slowest = static_cast<size_t>(std::max_element(ms.begin(), ms.end()) - ms.begin());
+  const double median = median_of(ms);
   std::printf("%s: median %.2f ms (%.0f%% of roofline), slowest %.2f ms (position %lld)\n",
-              label.c_str(), median_of(ms),
-              100.0 * 1e3 / median_of(ms) / roofline_of(p, weight_bytes), ms[slowest],
-              static_cast<long long>(first_pos + static_cast<int64_t>(slowest)));
+              label.c_str(), median, 100.0 * 1e3 / median / roofline_of(p, weight_bytes),
+              ms[slowest], static_cast<long long>(first_pos + static_cast<int64_t>(slowest)));
 }
 
 // Each state's decoding steps: the mean rate, and each timed step's time and the position of
@@ -146,7 +147,6 @@ DecodeTimes decode_speeds(LanguageModel& model, const std::vector<State*>& state
       model.forward(*states[k], std::span<const int32_t>(&warm[k][static_cast<size_t>(i)], 1),
                     logits);
   });
-  std::vector<double> seconds(states.size());
   DecodeTimes d;
   d.ms.resize(states.size());
   for (const State* s : states) d.first_pos.push_back(s->position());
@@ -157,12 +157,11 @@ DecodeTimes decode_speeds(LanguageModel& model, const std::vector<State*>& state
       const auto t0 = Clock::now();
       model.forward(*states[k], std::span<const int32_t>(&toks[k][static_cast<size_t>(i)], 1),
                     logits);
-      const double sec = seconds_since(t0);
-      seconds[k] += sec;
-      d.ms[k].push_back(1e3 * sec);
+      d.ms[k].push_back(1e3 * seconds_since(t0));
     }
   profile::set_enabled(false);
-  for (double sec : seconds) d.tps.push_back((n - 1) / sec);
+  for (const auto& ms : d.ms)
+    d.tps.push_back((n - 1) * 1e3 / std::accumulate(ms.begin(), ms.end(), 0.0));
   return d;
 }
 
