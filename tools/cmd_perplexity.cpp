@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "cachet/model.h"
 #include "cachet/tokenizer.h"
 #include "cli.h"
@@ -40,11 +41,7 @@ Register perplexity_cmd{Command{
         apply_threads(*a->threads);
         CACHET_CHECK(a->chunk >= 1, "--chunk ", a->chunk, ": must be at least 1");
         const std::string path = model_or_default(a->model);
-        std::ifstream in(a->file, std::ios::binary);
-        CACHET_CHECK(in, a->file, ": cannot open the text file");
-        std::ostringstream os;
-        os << in.rdbuf();
-        const std::string text = os.str();
+        const std::string text = read_file(a->file, "the text file");
 
         auto model = load_model(path);
         const Tokenizer tok = Tokenizer::from_path(path);

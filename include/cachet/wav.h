@@ -60,7 +60,8 @@ struct WavWriteOptions {
 
 // Encodes a Wav as a WAV image (RIFF header, fmt chunk, data chunk).
 std::vector<uint8_t> encode_wav(const Wav& wav, const WavWriteOptions& opts = {});
-// Writes a WAV file atomically (temporary beside the target, then rename).
+// Writes a WAV file whole or not at all (cachet::OutputFile: symlinks followed, devices written
+// in place).
 void write_wav(const std::string& path, const Wav& wav, const WavWriteOptions& opts = {});
 
 // The average of the channels, one value per frame.

@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "cachet/error.h"
+#include "cachet/file.h"
 
 namespace cachet {
 namespace {
@@ -221,6 +222,8 @@ Wav parse_wav(const void* data, size_t size, const std::string& name, WavInfo* i
 }
 
 Wav read_wav(const std::string& path, WavInfo* info) {
+  std::error_code ec;
+  CACHET_CHECK(!std::filesystem::is_directory(path, ec), path, ": is a directory, not a WAV file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   CACHET_CHECK(in, path, ": cannot open file");
   const std::streamoff end = in.tellg();
@@ -292,26 +295,7 @@ std::vector<uint8_t> encode_wav(const Wav& wav, const WavWriteOptions& opts) {
 
 void write_wav(const std::string& path, const Wav& wav, const WavWriteOptions& opts) {
   const std::vector<uint8_t> bytes = encode_wav(wav, opts);
-  // Written beside the target and renamed over it, so a failed write leaves no partial file.
-  const std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&bytes));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    CACHET_CHECK(out, path, ": cannot create file");
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      fail(path, ": write error");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    fail(path, ": cannot write file: ", ec.message());
-  }
+  write_file(path, bytes.data(), bytes.size());  // whole or not at all
 }
 
 std::vector<float> mix_to_mono(const Wav& wav) {

@@ -1,13 +1,9 @@
 #include "formats/io_util.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "cachet/tensor.h"
 
 namespace cachet::formats {
@@ -76,50 +72,8 @@ std::shared_ptr<const void> copy_to_heap(const void* data, size_t size) {
   return buf;
 }
 
-AtomicFile::AtomicFile(const std::string& path) : path_(path) {
-  std::string tmpl = path + ".tmp.XXXXXX";
-  int fd = mkstemp(tmpl.data());
-  if (fd < 0) fail(path, ": cannot create a temporary file to write: ", std::strerror(errno));
-  tmp_ = tmpl;
-  f_ = fdopen(fd, "wb");
-  if (!f_) {
-    int e = errno;
-    ::close(fd);
-    ::unlink(tmp_.c_str());
-    fail(path, ": cannot open for writing: ", std::strerror(e));
-  }
-  std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
-}
-
-AtomicFile::~AtomicFile() {
-  if (f_) std::fclose(f_);
-  if (!done_ && !tmp_.empty()) ::unlink(tmp_.c_str());
-}
-
-void AtomicFile::write(const void* data, size_t size) {
-  if (size == 0) return;
-  if (std::fwrite(data, 1, size, f_) != size) fail(path_, ": write failed: ", std::strerror(errno));
-}
-
-void AtomicFile::commit() {
-  if (std::fflush(f_) != 0) fail(path_, ": write failed: ", std::strerror(errno));
-  if (::fsync(fileno(f_)) != 0) fail(path_, ": sync failed: ", std::strerror(errno));
-  if (std::fclose(f_) != 0) {
-    f_ = nullptr;
-    fail(path_, ": close failed: ", std::strerror(errno));
-  }
-  f_ = nullptr;
-  // mkstemp creates files with mode 0600; give the result the usual permissions.
-  const mode_t mask = umask(0);
-  umask(mask);
-  ::chmod(tmp_.c_str(), 0666 & ~mask);
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-    fail(path_, ": cannot rename the temporary file into place: ", std::strerror(errno));
-  done_ = true;
-}
-
 void write_file_atomically(const std::string& path, const ByteWriter& body) {
-  AtomicFile f(path);
+  OutputFile f(path);
   try {
     body([&](const void* p, size_t n) { f.write(p, n); });
   } catch (const Error& e) {

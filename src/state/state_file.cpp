@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include <utility>
 
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "cachet/mmap.h"
 
 namespace cachet {
@@ -91,7 +91,7 @@ namespace {
 // Buffered writes to a file descriptor, feeding the checksum and counting bytes.
 class Sink {
  public:
-  Sink(int fd, const std::string& path) : fd_(fd), path_(path) { buf_.reserve(kBuf); }
+  explicit Sink(OutputFile& out) : out_(out) { buf_.reserve(kBuf); }
 
   void put(const void* data, size_t bytes) {
     const auto* p = static_cast<const uint8_t*>(data);
@@ -137,20 +137,9 @@ class Sink {
     for (int i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
     put(b, static_cast<size_t>(n));
   }
-  void raw_write(const uint8_t* p, size_t n) {
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        fail("state file ", path_, ": write failed: ", std::strerror(errno));
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
+  void raw_write(const uint8_t* p, size_t n) { out_.write(p, n); }
 
-  int fd_;
-  const std::string& path_;
+  OutputFile& out_;
   std::vector<uint8_t> buf_;
   StateChecksum sum_;
   size_t offset_ = 0;
@@ -208,14 +197,9 @@ void StateWriter::add_i64(std::string name, int64_t value) {
 }
 
 void StateWriter::write(const std::string& path) const {
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) fail("state file ", path, ": cannot create ", tmp, ": ", std::strerror(errno));
-  bool closed = false;
   try {
-    Sink out(fd, path);
+    OutputFile file(path);
+    Sink out(file);
     out.put(kStateMagic, sizeof kStateMagic);
     out.put_u32(kStateFormatVersion);
     out.put_u32(0);
@@ -232,18 +216,9 @@ void StateWriter::write(const std::string& path) const {
     }
     out.put_checksum();
     out.flush();
-    if (::fsync(fd) != 0) fail("state file ", path, ": fsync failed: ", std::strerror(errno));
-    closed = true;
-    if (::close(fd) != 0) fail("state file ", path, ": close failed: ", std::strerror(errno));
-  } catch (...) {
-    if (!closed) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    fail("state file ", path, ": cannot rename ", tmp, " into place: ", std::strerror(e));
+    file.commit();
+  } catch (const Error& e) {
+    fail("state file ", e.what());
   }
 }
 
