@@ -1,7 +1,9 @@
 // Subcommand registry of the cachet tool: each tools/cmd_*.cpp registers its subcommands.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -20,8 +22,20 @@ struct Register {
   explicit Register(Command c) { registry().push_back(std::move(c)); }
 };
 
-// Adds "-t,--threads" and returns the storage; apply_threads() sizes the default pool.
+// Adds "-t,--threads" and returns the storage; apply_threads() sizes the default pool (0 or less:
+// one thread per core; more than kMaxThreads is an error, more than the cores a note).
+constexpr int kMaxThreads = 1024;
 int* add_threads_option(CLI::App* sub);
 void apply_threads(int n);
+
+// Before any work: an output path that can be written (not empty, not a directory) and that is
+// none of the inputs' files, so that a command never replaces what it reads: an input itself,
+// a file under an input directory, and beside a .safetensors or .json input the .safetensors,
+// .json and .model files it may read with it. Empty inputs are skipped.
+void check_output(const std::string& out, std::initializer_list<std::string> inputs);
+
+// The seed of "--seed TEXT": a whole number from 0 to 2^64 - 1 (anything else is an error), or
+// one from the clock when TEXT is empty.
+uint64_t seed_from(const std::string& text);
 
 }  // namespace cachet::cli

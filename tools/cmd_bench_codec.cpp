@@ -89,12 +89,17 @@ Register codec_decode_cmd{Command{
       int* threads = add_threads_option(sub);
       sub->add_option("--encodec,-m", a->model, "EnCodec directory")->required();
       sub->add_option("--codes", a->codes, "JSON file with the codes")->required();
-      sub->add_option("-o,--output", a->out, "Output WAV file")->required();
+      sub->add_option("-o,--output", a->out,
+                      "Output WAV file (16-bit as candle writes it, trunc(x * 32767); `cachet "
+                      "tts --codes` rounds as the original does)")
+          ->required();
       sub->add_flag("--raw", a->raw,
                     "Write the decoder output as float32 WAV, without loudness normalisation");
       return [a, threads]() -> int {
         apply_threads(*threads);
+        check_output(a->out, {a->model, a->codes});
         const auto codes = read_codes_json(a->codes);
+        CACHET_CHECK(!codes.empty() && !codes[0].empty(), a->codes, ": no codes to decode");
         const auto dec = EncodecDecoder::load(a->model);
         const EncodecConfig& cfg = dec->config();
         auto chans = dec->decode(codes, default_pool());
@@ -110,7 +115,7 @@ Register codec_decode_cmd{Command{
         WavWriteOptions o;
         if (a->raw) {
           o.format = WavSampleFormat::Float32;
-        } else {
+        } else {  // as candle's write_pcm_as_wav; `cachet tts --codes` rounds as the original
           o.format = WavSampleFormat::Pcm16;
           o.rounding = Pcm16Rounding::Truncate;
         }

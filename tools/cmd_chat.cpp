@@ -34,12 +34,13 @@ Register chat_cmd{Command{
                      " tokens but the model's vocabulary has ", info.vocab_size);
         (void)chat_turn_tokens(tok, "", true);  // fails early without the chat tokens
         const bool interactive = isatty(fileno(stdin)) && isatty(fileno(stdout));
+        const std::string shown = is_default_model(path) ? "the embedded default model" : path;
         if (gen->verbose)
-          std::fprintf(stderr, "model: %s (%s)\nseed: %llu\n", path.c_str(), info.arch.c_str(),
+          std::fprintf(stderr, "model: %s (%s)\nseed: %llu\n", shown.c_str(), info.arch.c_str(),
                        static_cast<unsigned long long>(seed));
         if (interactive)
           std::fprintf(stderr, "Chatting with %s. /reset starts over, /quit or Ctrl-D ends.\n",
-                       path.c_str());
+                       shown.c_str());
 
         Sampler sampler(gen->sampling);
         GenerateOptions opts;

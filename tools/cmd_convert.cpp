@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "cachet/error.h"
@@ -99,6 +100,27 @@ void add_converted_tensors(GgufWriter& w, const ModelFiles& files, DType want, T
   }
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// What a run of add_converted_tensors stored the matrices as: "Q4_K", or "Q4_K (3 in Q8_0: ...)"
+// when some fell back because their rows are not whole blocks of the type asked for.
+std::string matrix_types(const ModelFiles& files, DType want) {
+  std::map<DType, int> fallback;
+  for (const auto& [name, t] : files.tensors) {
+    const DType dst = target_type(t, want);
+    if (t.ndim() == 2 && dst != want && dst != DType::F32) ++fallback[dst];
+  }
+  std::string s(dtype_name(want));
+  if (fallback.empty()) return s;
+  s += " (";
+  for (const auto& [type, n] : fallback)
+    s += (s.back() == '(' ? "" : ", ") + std::to_string(n) + " in " + std::string(dtype_name(type));
+  return s + ": their rows are not whole " + std::string(dtype_name(want)) + " blocks)";
+}
+
 uint64_t total_bytes(const ModelFiles& files) {
   uint64_t n = 0;
   for (const auto& [name, t] : files.tensors) n += t.nbytes;
@@ -138,13 +160,8 @@ int run_convert_metavoice(const std::string& dir, const std::string& out,
   std::fprintf(stderr,
                "wrote %s (%zu stage-1 tensors, matrices in %s); a METAVOICE_DIR uses it as "
                "first_stage_q4k.gguf or first_stage*.gguf when it has no first_stage.safetensors\n",
-               out.c_str(), files.tensors.size(), std::string(dtype_name(want)).c_str());
+               out.c_str(), files.tensors.size(), matrix_types(files, want).c_str());
   return 0;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 int run_convert_torch(const std::string& in, const std::string& out, const std::string& key,
@@ -161,6 +178,7 @@ int run_convert_torch(const std::string& in, const std::string& out, const std::
 
 int run_convert(const std::string& in, const std::string& out, const std::string& type_name,
                 bool progress_bar, const std::string& key) {
+  check_output(out, {in});
   if (ends_with(in, ".pt") || ends_with(in, ".pth"))
     return run_convert_torch(in, out, key, type_name);
   if (is_metavoice_dir(in)) return run_convert_metavoice(in, out, type_name, progress_bar);
@@ -186,13 +204,14 @@ int run_convert(const std::string& in, const std::string& out, const std::string
   add_converted_tensors(w, files, want, pool, progress);
   w.write(out);
   std::fprintf(stderr, "wrote %s (%zu tensors, matrices in %s)\n", out.c_str(),
-               files.tensors.size(), std::string(dtype_name(want)).c_str());
+               files.tensors.size(), matrix_types(files, want).c_str());
   return 0;
 }
 
 int run_quantize(const std::string& in, const std::string& out, const std::string& type_name,
                  bool progress_bar) {
   const DType want = parse_type(type_name);
+  check_output(out, {in});
   ModelFiles files = ModelFiles::open(in);
   CACHET_CHECK(files.format == ModelFiles::Format::Gguf && files.gguf, in,
                ": not a GGUF file; use `cachet convert HF_DIR -o OUT.gguf --type T` first");
@@ -203,15 +222,23 @@ int run_quantize(const std::string& in, const std::string& out, const std::strin
     w.add(key, value);
   }
   w.add_string("cachet.weight_type", std::string(dtype_name(want)));
-  for (const auto& [name, t] : files.tensors)
-    if (dtype_info(t.dtype).quantized && dtype_info(want).block_elems == 1)
-      std::fprintf(stderr, "note: %s is already quantized (%s); requantizing loses precision\n",
-                   name.c_str(), std::string(dtype_name(t.dtype)).c_str());
+  // Quantized matrices stored again in another block type lose precision a second time
+  std::map<DType, int> requantized;
+  for (const auto& [name, t] : files.tensors) {
+    const DType dst = target_type(t, want);
+    if (dtype_info(t.dtype).quantized && dtype_info(dst).quantized && dst != t.dtype)
+      ++requantized[t.dtype];
+  }
+  for (const auto& [type, n] : requantized)
+    std::fprintf(stderr,
+                 "note: %d matrices are already quantized (%s); requantizing them to %s loses "
+                 "precision\n",
+                 n, std::string(dtype_name(type)).c_str(), std::string(dtype_name(want)).c_str());
   Progress progress(total_bytes(files), progress_bar);
   add_converted_tensors(w, files, want, default_pool(), progress);
   w.write(out);
   std::fprintf(stderr, "wrote %s (%zu tensors, matrices in %s)\n", out.c_str(),
-               files.tensors.size(), std::string(dtype_name(want)).c_str());
+               files.tensors.size(), matrix_types(files, want).c_str());
   return 0;
 }
 

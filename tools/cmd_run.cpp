@@ -72,7 +72,8 @@ Register run_cmd{Command{
                        " positions: shorten the prompt");
 
         if (a->gen.verbose) {
-          std::fprintf(stderr, "model: %s (%s)\nseed: %llu\nprompt tokens: %zu\n", path.c_str(),
+          std::fprintf(stderr, "model: %s (%s)\nseed: %llu\nprompt tokens: %zu\n",
+                       (is_default_model(path) ? "the embedded default model" : path.c_str()),
                        info.arch.c_str(), static_cast<unsigned long long>(seed), tokens.size());
         }
         Sampler sampler(a->gen.sampling);

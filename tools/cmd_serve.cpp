@@ -59,6 +59,7 @@ Register serve_cmd{Command{
         CACHET_CHECK(o->max_streams >= 1, "--max-streams must be at least 1");
         o->cache_bytes = static_cast<size_t>(*cache_mb * 1024 * 1024);
         o->max_body_bytes = static_cast<size_t>(*body_kb * 1024);
+        if (o->model_path.empty() && o->model_name.empty()) o->model_name = "default";
         o->model_path = model_or_default(o->model_path);
         apply_threads(*threads);
         o->tts_threads = *threads;

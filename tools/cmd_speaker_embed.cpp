@@ -37,16 +37,21 @@ Register speaker_embed_cmd{Command{
       return [a, threads]() -> int {
         apply_threads(*threads);
         const SpeakerEncoder enc = SpeakerEncoder::load(a->model);
+        if (!a->out.empty()) check_output(a->out, {a->model, a->wav});
         const Wav wav = read_wav(a->wav);
         CACHET_CHECK(wav.frames() > 0, a->wav, ": no audio samples");
         const std::vector<float> mono = mix_to_mono(wav);
         std::vector<float> e;
-        if (a->no_trim) {
-          CACHET_CHECK(wav.sample_rate == speaker_frontend::kSampleRate, a->wav,
-                       ": --no-trim needs 16 kHz audio, the file is ", wav.sample_rate, " Hz");
-          e = enc.embed_utterance(mono, default_pool());
-        } else {
-          e = enc.embed(mono, wav.sample_rate, default_pool());
+        try {
+          if (a->no_trim) {
+            CACHET_CHECK(wav.sample_rate == speaker_frontend::kSampleRate,
+                         "--no-trim needs 16 kHz audio, the file is ", wav.sample_rate, " Hz");
+            e = enc.embed_utterance(mono, default_pool());
+          } else {
+            e = enc.embed(mono, wav.sample_rate, default_pool());
+          }
+        } catch (const Error& err) {
+          fail(a->wav, ": ", err.what());
         }
         if (!a->out.empty()) {
           SafetensorsWriter w;

@@ -29,21 +29,14 @@ namespace {
 struct TtsArgs {
   std::string model, prompt, prompt_file, out, speaker, encodec, dump_codes, codes;
   float guidance = 3.0f, temperature = 1.0f, top_p = 0.95f;
-  int64_t seed = -1;
+  std::string seed;  // empty: from the clock
   int64_t max_tokens = -1;
   bool no_loudness = false, float_wav = false, verbose = false, profile = false;
 };
 
 void write_codes_json(const std::string& path, const std::vector<std::vector<int>>& codes) {
-  nlohmann::json j = {{"codes", codes}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    CACHET_CHECK(out, path, ": cannot write the codes file");
-    out << j.dump() << "\n";
-    CACHET_CHECK(out.good(), path, ": write failed");
-  }
-  CACHET_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot write the codes file");
+  const std::string text = nlohmann::json{{"codes", codes}}.dump() + "\n";
+  write_file(path, text.data(), text.size());
 }
 
 void write_output(const TtsArgs& a, std::vector<float> samples, int rate) {
@@ -118,6 +111,11 @@ int run_decode_codes(const TtsArgs& a) {
 
 int run_tts(TtsArgs& a, bool has_prompt) {
   const bool has_file = !a.prompt_file.empty();
+  check_output(a.out, {a.model, a.encodec, a.speaker, a.prompt_file, a.codes});
+  if (!a.dump_codes.empty()) {
+    check_output(a.dump_codes, {a.model, a.encodec, a.speaker, a.prompt_file, a.codes, a.out});
+    CACHET_CHECK(a.dump_codes != a.out, a.out, ": given both as -o and as --dump-codes");
+  }
   if (!a.codes.empty()) {
     CACHET_CHECK(!has_prompt && !has_file, "tts: give either a text (-p) or --codes, not both");
     CACHET_CHECK(a.dump_codes.empty(), "tts: --dump-codes does not go with --codes");
@@ -127,12 +125,7 @@ int run_tts(TtsArgs& a, bool has_prompt) {
   CACHET_CHECK(has_prompt || has_file, "tts: give a text with -p TEXT or --prompt-file FILE");
   CACHET_CHECK(!(has_prompt && has_file), "tts: give either -p or --prompt-file, not both");
   const std::string text = has_file ? read_file(a.prompt_file, "the prompt file") : a.prompt;
-  if (a.seed < 0) {
-    std::random_device rd;
-    const uint64_t now =
-        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    a.seed = static_cast<int64_t>((now ^ (static_cast<uint64_t>(rd()) << 32)) >> 1);
-  }
+  const uint64_t seed = seed_from(a.seed);
 
   const auto t0 = std::chrono::steady_clock::now();
   MetaVoiceLoadOptions lo;
@@ -146,7 +139,7 @@ int run_tts(TtsArgs& a, bool has_prompt) {
   o.guidance = a.guidance;
   o.temperature = a.temperature;
   o.top_p = a.top_p;
-  o.seed = static_cast<uint64_t>(a.seed);
+  o.seed = seed;
   o.max_tokens = a.max_tokens;
   o.normalize_loudness = !a.no_loudness;
   StatusLine status;
@@ -155,8 +148,8 @@ int run_tts(TtsArgs& a, bool has_prompt) {
     return true;
   };
   if (a.verbose)
-    std::fprintf(stderr, "model: %s (loaded in %.2f s)\nseed: %lld\n", a.model.c_str(), load_s,
-                 static_cast<long long>(a.seed));
+    std::fprintf(stderr, "model: %s (loaded in %.2f s)\nseed: %llu\n", a.model.c_str(), load_s,
+                 static_cast<unsigned long long>(seed));
   const auto t1 = std::chrono::steady_clock::now();
   TtsResult r;
   if (a.profile) {  // stage 1 marks its phases; stage 2 and EnCodec do not

@@ -1,8 +1,13 @@
 // cachet: command-line entry point.
 #include <algorithm>
+#include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <map>
+#include <random>
+#include <thread>
 
 #include "cachet/error.h"
 #include "cachet/threadpool.h"
@@ -22,7 +27,64 @@ int* add_threads_option(CLI::App* sub) {
 }
 
 void apply_threads(int n) {
+  CACHET_CHECK(n <= kMaxThreads, "-t ", n, ": at most ", kMaxThreads, " threads");
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (n > cores && cores > 0)
+    std::fprintf(stderr,
+                 "note: -t %d is more threads than the %d this machine runs at once; the pool's "
+                 "threads wait for each other at every step, so more than that is slower\n",
+                 n, cores);
   set_default_threads(n);
+}
+
+void check_output(const std::string& out, std::initializer_list<std::string> inputs) {
+  namespace fs = std::filesystem;
+  CACHET_CHECK(!out.empty(), "the output path is empty");
+  std::error_code ec;
+  CACHET_CHECK(!fs::is_directory(out, ec), out, ": is a directory; name the output file");
+  if (!fs::exists(out, ec)) return;
+  for (const std::string& in : inputs) {
+    if (in.empty()) continue;
+    auto refuse_if_same = [&](const fs::path& p) {
+      std::error_code e;
+      if (fs::equivalent(p, out, e))
+        fail(out, ": is ",
+             p.string() == in ? "an input" : "a file of the input " + in + " (" + p.string() + ")",
+             "; write the output to another path");
+    };
+    if (fs::is_directory(in, ec)) {
+      for (auto it = fs::recursive_directory_iterator(in, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        refuse_if_same(it->path());
+      continue;
+    }
+    refuse_if_same(in);
+    const std::string ext = fs::path(in).extension().string();
+    if (ext != ".safetensors" && ext != ".json") continue;
+    const fs::path dir = fs::path(in).has_parent_path() ? fs::path(in).parent_path() : ".";
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+      const std::string e = it->path().extension().string();
+      if (e == ".safetensors" || e == ".json" || e == ".model") refuse_if_same(it->path());
+    }
+  }
+}
+
+uint64_t seed_from(const std::string& text) {
+  if (text.empty()) {
+    std::random_device rd;
+    const auto now =
+        static_cast<uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
+    return (now ^ (static_cast<uint64_t>(rd()) << 32)) >> 1;
+  }
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, v);
+  CACHET_CHECK(ec != std::errc::result_out_of_range, "--seed ", text,
+               ": larger than the largest seed, 18446744073709551615");
+  CACHET_CHECK(ec == std::errc() && p == end, "--seed ", text,
+               ": give a whole number from 0 to 18446744073709551615");
+  return v;
 }
 
 }  // namespace cachet::cli

@@ -1,8 +1,5 @@
 #include "text_options.h"
 
-#include <chrono>
-#include <random>
-
 #include "cachet/error.h"
 #include "cli.h"
 
@@ -47,13 +44,7 @@ uint64_t finalize_text_gen_options(TextGenOptions& o) {
   for (const auto& s : o.stop) CACHET_CHECK(!s.empty(), "--stop: a stop string must not be empty");
   CACHET_CHECK(o.max_tokens >= -1, "-n ", o.max_tokens,
                ": give the number of tokens to generate, or -1 for no limit");
-  if (o.seed < 0) {
-    std::random_device rd;
-    const auto now =
-        static_cast<uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
-    o.seed = static_cast<int64_t>((now ^ (static_cast<uint64_t>(rd()) << 32)) >> 1);
-  }
-  o.sampling.seed = static_cast<uint64_t>(o.seed);
+  o.sampling.seed = seed_from(o.seed);
   apply_threads(o.threads ? *o.threads : 0);
   return o.sampling.seed;
 }

@@ -15,7 +15,7 @@ struct TextGenOptions {
   SamplingParams sampling;
   int64_t max_tokens = 256;
   std::vector<std::string> stop;
-  int64_t seed = -1;  // < 0: from the clock
+  std::string seed;  // empty: from the clock
   bool verbose = false;
   int* threads = nullptr;
 };

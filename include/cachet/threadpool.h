@@ -38,6 +38,7 @@ class ThreadPool {
 
  private:
   void worker();
+  void stop_threads();
   // Starts job on the workers, runs job(0, n) on the caller and waits. A worker claims a
   // ticket (its index 1..n-1) before it starts; when skippable, tickets still unclaimed once
   // the caller is done are withdrawn instead of waited for.

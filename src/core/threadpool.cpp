@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <system_error>
+
+#include "cachet/error.h"
 
 namespace cachet {
 namespace {
@@ -18,14 +21,26 @@ ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::thread::hardware_concurrency());
   if (n_threads <= 0) n_threads = 1;
   n_threads_ = n_threads;
-  for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this] { worker(); });
+  try {
+    for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this] { worker(); });
+  } catch (const std::system_error& e) {
+    // The threads started so far are stopped and joined: a half-built pool is not left behind
+    const int started = static_cast<int>(threads_.size()) + 1;
+    stop_threads();
+    fail("cannot start ", n_threads_, " threads (started ", started, "): ", e.what());
+  }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stop_threads() {
   stop_.store(true);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+ThreadPool::~ThreadPool() {
+  stop_threads();
 }
 
 void ThreadPool::worker() {
