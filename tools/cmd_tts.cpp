@@ -113,8 +113,8 @@ int run_tts(TtsArgs& a, bool has_prompt) {
   const bool has_file = !a.prompt_file.empty();
   check_output(a.out, {a.model, a.encodec, a.speaker, a.prompt_file, a.codes});
   if (!a.dump_codes.empty()) {
-    check_output(a.dump_codes, {a.model, a.encodec, a.speaker, a.prompt_file, a.codes, a.out});
     CACHET_CHECK(a.dump_codes != a.out, a.out, ": given both as -o and as --dump-codes");
+    check_output(a.dump_codes, {a.model, a.encodec, a.speaker, a.prompt_file, a.codes, a.out});
   }
   if (!a.codes.empty()) {
     CACHET_CHECK(!has_prompt && !has_file, "tts: give either a text (-p) or --codes, not both");

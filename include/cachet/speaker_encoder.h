@@ -42,6 +42,9 @@ class SpeakerEncoder {
   // its "model_state" is read directly).
   static SpeakerEncoder load(const std::string& safetensors_path);
 
+  // The longest reference audio taken, in seconds: every partial window goes through the LSTM
+  // at once, about 1.9 MB of memory a second of audio. Longer audio is an error.
+  static constexpr double kMaxSeconds = 300;
   // embed_utterance of the original on 16 kHz samples that are already loaded and trimmed.
   std::vector<float> embed_utterance(std::span<const float> wav16k, ThreadPool& pool) const;
   // Mono samples at any rate: resampled to 16 kHz (when needed), trimmed (top_db 20), embedded.

@@ -294,6 +294,10 @@ std::vector<float> SpeakerEncoder::forward(std::span<const float> mels, int64_t 
 std::vector<float> SpeakerEncoder::embed_utterance(std::span<const float> wav16k,
                                                    ThreadPool& pool) const {
   CACHET_CHECK(!wav16k.empty(), path_, ": the speaker audio is empty (silent or no samples)");
+  CACHET_CHECK(static_cast<double>(wav16k.size()) <= kMaxSeconds * sf::kSampleRate,
+               "the speaker audio is ", static_cast<double>(wav16k.size()) / sf::kSampleRate,
+               " s long; the speaker encoder takes at most ", kMaxSeconds,
+               " s (cut a shorter clip)");
   const auto n = static_cast<int64_t>(wav16k.size());
   const std::vector<int64_t> starts = sf::partial_starts(n);
   const int64_t max_len = (starts.back() + sf::kPartialFrames) * sf::kHop;
@@ -325,6 +329,10 @@ std::vector<float> SpeakerEncoder::embed(std::span<const float> mono, int sample
                                          ThreadPool& pool) const {
   CACHET_CHECK(sample_rate > 0, path_, ": invalid sample rate ", sample_rate);
   CACHET_CHECK(!mono.empty(), path_, ": the speaker audio has no samples");
+  const double seconds = static_cast<double>(mono.size()) / sample_rate;
+  CACHET_CHECK(seconds <= kMaxSeconds, "the speaker audio is ", seconds,
+               " s long; the speaker encoder takes at most ", kMaxSeconds,
+               " s (cut a shorter clip)");
   std::vector<float> y;
   if (sample_rate == sf::kSampleRate) {
     y.assign(mono.begin(), mono.end());

@@ -118,10 +118,11 @@ bool report(const TtsOptions& o, TtsProgress::Stage stage, int64_t step, int64_t
 }
 
 void check_options(const TtsOptions& o) {
-  CACHET_CHECK(std::isfinite(o.guidance), "invalid guidance ", o.guidance,
-               ": it must be a finite number (1: no guidance)");
-  CACHET_CHECK(std::isfinite(o.temperature) && o.temperature >= 0.0f, "invalid temperature ",
-               o.temperature, ": it must be >= 0 (0 is greedy)");
+  // Bounds far past any useful value that keep the mixed and scaled logits finite
+  CACHET_CHECK(std::isfinite(o.guidance) && std::fabs(o.guidance) <= 100.0f, "invalid guidance ",
+               o.guidance, ": it must be a number from -100 to 100 (1: no guidance)");
+  CACHET_CHECK(std::isfinite(o.temperature) && (o.temperature == 0.0f || o.temperature >= 1e-4f),
+               "invalid temperature ", o.temperature, ": it must be 0 (greedy) or at least 0.0001");
   CACHET_CHECK(std::isfinite(o.top_p) && o.top_p > 0.0f && o.top_p <= 1.0f, "invalid top-p ",
                o.top_p, ": it must be in (0, 1]");
   CACHET_CHECK(std::isfinite(o.stage2_temperature) && o.stage2_temperature >= 0.0f,
@@ -155,7 +156,11 @@ std::vector<float> MetaVoice::Impl::speaker_from_file(const std::string& path) c
                  enc, "`)");
     speaker_encoder = SpeakerEncoder::load(enc);
   }
-  return speaker_encoder->embed(mono, wav.sample_rate, threads());
+  try {
+    return speaker_encoder->embed(mono, wav.sample_rate, threads());
+  } catch (const Error& e) {
+    fail(path, ": ", e.what());
+  }
 }
 
 MetaVoice::MetaVoice(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -77,10 +77,18 @@ std::vector<float> mv_read_speaker_embedding(const std::string& path, int64_t di
     fail(path, ": tensor 'spk_emb' has shape ", t->shape_str(), ", expected ", dim,
          " values (e.g. [1, ", dim, "])");
   if (!t->contiguous()) fail(path, ": tensor 'spk_emb' is not contiguous");
-  Tensor flat = *t;
-  flat.shape = {dim};
-  flat.strides = {1};
-  std::vector<float> v = models::to_f32(flat);
+  std::vector<float> v(static_cast<size_t>(dim));
+  if (t->dtype == DType::F64) {  // as the original saves it from numpy
+    for (int64_t i = 0; i < dim; ++i) v[i] = static_cast<float>(t->as<double>()[i]);
+  } else {
+    if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16)
+      fail(path, ": tensor 'spk_emb' has type ", dtype_name(t->dtype),
+           "; a speaker embedding must be F32, F16, BF16 or F64");
+    Tensor flat = *t;
+    flat.shape = {dim};
+    flat.strides = {1};
+    v = models::to_f32(flat);
+  }
   for (size_t i = 0; i < v.size(); ++i)
     if (!std::isfinite(v[i])) fail(path, ": tensor 'spk_emb' holds a non-finite value at ", i);
   return v;

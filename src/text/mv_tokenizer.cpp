@@ -1,15 +1,18 @@
-#include "cachet/file.h"
 #include "cachet/mv_tokenizer.h"
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <queue>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "text/mini_regex.h"
 
 namespace cachet {
@@ -72,7 +75,6 @@ const char* translate(char32_t c) {
       return nullptr;
   }
 }
-
 
 // Python's bytes.decode("utf-8", errors="replace"): each maximal invalid subpart -> U+FFFD.
 std::string utf8_replace_invalid(const std::string& b) {
@@ -290,7 +292,8 @@ std::vector<int32_t> MvTokenizer::encode_raw(std::string_view utf8) const {
   }
   const std::u32string text = mr::utf8_to_u32(utf8, name_ + ": input text");
   std::vector<int32_t> ids;
-  std::vector<size_t> bounds;
+  std::vector<size_t> next, prev;
+  std::vector<char> alive;
   for (const auto& [b, e] : impl_->re.find_all(text)) {
     const std::string piece = mr::u32_to_utf8(std::u32string_view(text).substr(b, e - b));
     if (auto it = impl_->ranks.find(piece); it != impl_->ranks.end()) {
@@ -298,30 +301,42 @@ std::vector<int32_t> MvTokenizer::encode_raw(std::string_view utf8) const {
       continue;
     }
     // Byte-pair merging: repeatedly merge the adjacent pair whose bytes have the lowest rank
-    // (leftmost on ties) until no adjacent pair is a token.
-    bounds.clear();
-    for (size_t i = 0; i <= piece.size(); ++i) bounds.push_back(i);
+    // (leftmost on ties) until no adjacent pair is a token. The pairs wait in a heap ordered by
+    // (rank, start), so a piece of n bytes takes O(n log n) rather than a scan per merge; an
+    // entry whose parts have changed since it was pushed is dropped when it comes up.
+    const size_t n = piece.size();
     constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
-    auto pair_rank = [&](size_t i) -> int32_t {  // parts i and i+1
-      if (i + 2 >= bounds.size()) return kNone;
-      auto it = impl_->ranks.find(piece.substr(bounds[i], bounds[i + 2] - bounds[i]));
-      return it == impl_->ranks.end() ? kNone : it->second;
-    };
-    std::vector<int32_t> pr(bounds.size(), kNone);
-    for (size_t i = 0; i + 2 < bounds.size(); ++i) pr[i] = pair_rank(i);
-    for (;;) {
-      int32_t best = kNone;
-      size_t at = 0;
-      for (size_t i = 0; i + 2 < bounds.size(); ++i)
-        if (pr[i] < best) best = pr[i], at = i;
-      if (best == kNone) break;
-      bounds.erase(bounds.begin() + static_cast<std::ptrdiff_t>(at) + 1);
-      pr.erase(pr.begin() + static_cast<std::ptrdiff_t>(at) + 1);
-      pr[at] = pair_rank(at);
-      if (at > 0) pr[at - 1] = pair_rank(at - 1);
+    constexpr size_t kNil = std::numeric_limits<size_t>::max();
+    // The parts as a list over their first bytes: part a is [a, next[a]); alive[a] while it is one
+    next.resize(n);
+    prev.resize(n);
+    alive.assign(n, 1);
+    for (size_t i = 0; i < n; ++i) {
+      next[i] = i + 1;
+      prev[i] = i == 0 ? kNil : i - 1;
     }
-    for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-      auto it = impl_->ranks.find(piece.substr(bounds[i], bounds[i + 1] - bounds[i]));
+    using Pair = std::tuple<int32_t, size_t, size_t>;  // rank, first byte, end of the pair
+    std::priority_queue<Pair, std::vector<Pair>, std::greater<Pair>> heap;
+    auto push = [&](size_t a) {
+      if (a == kNil || next[a] >= n) return;
+      const size_t c = next[next[a]];
+      auto it = impl_->ranks.find(piece.substr(a, c - a));
+      if (it != impl_->ranks.end() && it->second != kNone) heap.emplace(it->second, a, c);
+    };
+    for (size_t a = 0; a < n; ++a) push(a);
+    while (!heap.empty()) {
+      const auto [rank, a, c] = heap.top();
+      heap.pop();
+      if (!alive[a] || next[a] >= n || next[next[a]] != c) continue;  // changed since pushed
+      const size_t b = next[a];
+      alive[b] = 0;
+      next[a] = c;
+      if (c < n) prev[c] = a;
+      push(prev[a]);
+      push(a);
+    }
+    for (size_t a = 0; a < n; a = next[a]) {
+      auto it = impl_->ranks.find(piece.substr(a, next[a] - a));
       CACHET_CHECK(it != impl_->ranks.end(), name_, ": internal BPE error");
       ids.push_back(it->second);
     }

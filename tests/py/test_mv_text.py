@@ -93,7 +93,7 @@ FIXED = [
     "fs\x1c\x1cdouble", "nel\x85x", "\x0bvt\x0b", "It\u2019s \u201cquoted\u201d \u2014 ok\u2026",
     "digits 0123456789 and 3.14159, 1,000,000", "Ünïcödé àccents café naïve résumé façade",
     "¡Hola! ¿Qué tal? «citation» 50 % £ ¥ © ® ° ± µ ¶ § ½", "'s 't 're 've 'm 'll 'd",
-    "x" * 300, "a  " * 40, "tab\t\t\ttabs", "line\n\n\nbreaks", "***stars***", "",
+    "x" * 300, "ab" * 1500 + "c", "the" + "xyzzy" * 700, "a  " * 40, "tab\t\t\ttabs", "line\n\n\nbreaks", "***stars***", "",
     "   ", "\u2016 pipes \u201e low \u201a", "mixed 'quotes' and \"double\" `back`",
     "\u084a", "end with space ", " 12 34  56   78",
 ]

@@ -139,6 +139,13 @@ def main():
         check(sp[0][:40] != base[0][:40], "a different speaker gave the same codes")
     if base is not None and g1 is not None:
         check(g1[0][:40] != base[0][:40], "guidance 1 gave the same codes as guidance 3")
+    # The same embedding stored as float64 under "spk_emb" (as numpy saves it) gives the same codes.
+    spk64 = os.path.join(wd, "voice64.safetensors")
+    safetensors_io.save_file({"spk_emb": spk.reshape(1, 256).double()}, spk64)
+    sp64 = compare_run(cachet, d, wd, "speaker_st64", TEXT, ["-n", "120", "--speaker", spk64],
+                       dict(max_tokens=120, spk=spk.double()))
+    if sp is not None and sp64 is not None:
+        check(sp64[0] == sp[0], "a float64 spk_emb gave other codes than the float32 one")
 
     # A reference recording through the speaker encoder (16 kHz, 3 s of tones and noise).
     rng = np.random.default_rng(5)
@@ -282,6 +289,24 @@ def main():
                  "top-p 0")
     expect_error(cachet, ["tts", "-m", d, "-p", TEXT, "--codes", bad_codes, "-o", out], "not both",
                  "text and codes")
+    # Outputs that are inputs, audio too long for the speaker encoder, empty codes.
+    voice = os.path.join(wd, "voice_in.wav")
+    write_wav16(voice, np.zeros(400), 1)  # 400 samples at 1 Hz: 400 s
+    before = open(voice, "rb").read()
+    expect_error(cachet, ["tts", "-m", d, "-p", TEXT, "-o", voice, "--speaker", voice],
+                 "is an input", "output onto the speaker file")
+    check(open(voice, "rb").read() == before, "the speaker file was changed")
+    expect_error(cachet, ["tts", "-m", d, "-p", TEXT, "-o", out, "--dump-codes", out],
+                 "-o and as --dump-codes", "the same file twice")
+    expect_error(cachet, ["tts", "-m", d, "-p", TEXT, "-o", os.path.join(d, "spk_emb.safetensors")],
+                 "a file of the input", "output into the model directory")
+    expect_error(cachet, ["tts", "-m", d, "-p", TEXT, "-o", out, "--speaker", voice],
+                 "at most 300 s", "speaker audio too long")
+    empty_codes = os.path.join(wd, "empty_codes.json")
+    with open(empty_codes, "w") as f:
+        json.dump({"codes": [[]]}, f)
+    expect_error(cachet, ["codec-decode", "-m", os.path.join(d, "encodec_24khz"), "--codes",
+                          empty_codes, "-o", out], "no codes", "codec-decode of empty codes")
     print("errors: ok")
 
     # `cachet bench -m METAVOICE_DIR`: stage 1's figure lines, and the spread of the timed steps
