@@ -24,11 +24,21 @@ std::string dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// A value quoted back in an error message, cut to a readable length (a request may send
+// megabytes where a word belongs)
+static std::string excerpt(const std::string& s) {
+  constexpr size_t kMax = 40;
+  if (s.size() <= kMax) return s;
+  size_t n = kMax;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // whole characters
+  return s.substr(0, n) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 json parse_body(const std::string& body) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number past a double
     throw ApiError(400,
                    std::string("the request body is not valid JSON (") + e.what() +
                        "); send a JSON object with Content-Type: application/json",
@@ -101,7 +111,7 @@ std::string content_text(const json& v, const std::string& param) {
     if (!type) bad_value(p + ".type", "is required");
     const std::string& t = get_string(*type, p + ".type");
     if (t != "text")
-      throw ApiError(400, "content part type '" + t + "' is not supported (only 'text')",
+      throw ApiError(400, "content part type '" + excerpt(t) + "' is not supported (only 'text')",
                      "invalid_request_error", p + ".type", "unsupported_value");
     const json* text = field(part, "text");
     if (!text) bad_value(p + ".text", "is required");
@@ -142,10 +152,10 @@ GenRequest parse_gen_request(const json& body, bool chat, const RequestLimits& l
       std::string rs = get_string(*role, p + ".role");
       if (rs == "developer") rs = "system";
       if (rs != "system" && rs != "user" && rs != "assistant")
-        throw ApiError(
-            400,
-            "role '" + rs + "' is not supported (use system, developer, user or " + "assistant)",
-            "invalid_request_error", p + ".role", "unsupported_value");
+        throw ApiError(400,
+                       "role '" + excerpt(rs) +
+                           "' is not supported (use system, developer, user or " + "assistant)",
+                       "invalid_request_error", p + ".role", "unsupported_value");
       auto c = m.find("content");
       if (c == m.end() && rs != "assistant") bad_value(p + ".content", "is required");
       ChatMessage cm;

@@ -145,12 +145,13 @@ void Engine::finish(Slot& s, const std::string& reason) {
   s.finished = true;
 }
 
-void Engine::fail(Slot& s, const std::string& error) {
+void Engine::fail(Slot& s, const std::string& error, int status) {
   Job& j = *s.job;
   {
     std::lock_guard<std::mutex> lock(j.mu);
     j.done = true;
     j.error = error;
+    j.error_status = status;
     j.cached_tokens = s.cached;
     j.completion_tokens = s.sampled;
   }
@@ -294,14 +295,14 @@ void Engine::loop() {
       for (auto& s : slots_) {
         if (s->job->cancelled.load()) {
           metrics_.add("cachet_cancelled_total", "");
-          fail(*s, "cancelled");
+          fail(*s, "cancelled", 499);
         } else if (now > s->job->deadline) {
           metrics_.add("cachet_timeouts_total", "");
           if (s->phase == Slot::Phase::Decode) {
             flush(*s);
             finish(*s, "length");
           } else {
-            fail(*s, "the request ran out of time before its prompt was processed");
+            fail(*s, "the request ran out of time before its prompt was processed", 504);
           }
         }
       }

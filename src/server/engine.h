@@ -46,6 +46,8 @@ struct Job {
   bool done = false;
   std::string finish_reason;  // "stop" or "length" when done without error
   std::string error;          // non-empty: the generation failed
+  // Why, as an HTTP status: 499 the client went away, 504 out of time, 500 anything else
+  int error_status = 500;
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
 
@@ -94,7 +96,7 @@ class Engine {
   void prefill(Slot& s, int64_t& budget);
   bool decode_sample(Slot& s);  // false: the slot finished
   void finish(Slot& s, const std::string& reason);
-  void fail(Slot& s, const std::string& error);
+  void fail(Slot& s, const std::string& error, int status = 500);
   void emit(Slot& s, const std::string& text);
   void flush(Slot& s);
 

@@ -106,6 +106,7 @@ struct Context {
   std::optional<Tokenizer> tok;
   std::string model_name, fingerprint;
   int64_t vocab = 0;
+  size_t max_piece_bytes = 1;  // the longest piece of the vocabulary, in bytes
   Metrics metrics;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<SpeechBackend> speech;
@@ -176,6 +177,13 @@ template <typename F>
 void guarded(Context& c, const Request& req, Response& res, bool auth, F&& f) {
   try {
     if (auth) check_auth(c, req);
+    // Bodies sent chunked or compressed are not held to the limit by the HTTP layer: checked
+    // here, on the decoded body, before anything reads it
+    if (req.body.size() > c.opts.max_body_bytes)
+      throw ApiError(413,
+                     "The request body is too large (" + std::to_string(req.body.size()) +
+                         " bytes; the limit is " + std::to_string(c.opts.max_body_bytes) + ")",
+                     "invalid_request_error", "", "request_too_large");
     f();
   } catch (const ApiError& e) {
     send_error(res, e);
@@ -192,9 +200,22 @@ void handle_generate(Context& c, const Request& req, Response& res, bool chat) {
   RequestLimits limits;
   limits.max_tokens = c.opts.max_tokens;
   const GenRequest g = parse_gen_request(parse_body(req.body), chat, limits);
+  const int64_t ctx = c.engine->options().ctx;
+  // A text that cannot fit is turned away before it is tokenized (which takes memory in
+  // proportion): no token covers more than the longest piece's bytes, and normalisation is
+  // given four times that much room, so only texts far past the context end here.
+  size_t text_bytes = g.prompt.size();
+  for (const auto& m : g.messages) text_bytes += m.content.size();
+  if (text_bytes / (4 * c.max_piece_bytes) >= static_cast<size_t>(ctx))
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(ctx) +
+                       " tokens, but the prompt has " + std::to_string(text_bytes) +
+                       " bytes of text, far more than that many tokens. Please shorten the "
+                       "prompt.",
+                   "invalid_request_error", chat ? "messages" : "prompt",
+                   "context_length_exceeded");
   const PromptTokens p =
       chat ? chat_prompt(*c.tok, g.messages) : completion_prompt(*c.tok, g, c.vocab);
-  const int64_t ctx = c.engine->options().ctx;
   const int64_t n = static_cast<int64_t>(p.ids.size());
   if (n >= ctx)
     throw ApiError(400,
@@ -267,9 +288,13 @@ void handle_generate(Context& c, const Request& req, Response& res, bool chat) {
     }
     text += chunk;
     if (!job->error.empty()) {
-      const bool shutting = c.stopping.load();
-      throw ApiError(shutting ? 503 : 500, job->error, "server_error", "",
-                     shutting ? "shutting_down" : "");
+      if (c.stopping.load()) throw ApiError(503, job->error, "server_error", "", "shutting_down");
+      if (job->error_status == 504)  // the request's --timeout
+        throw ApiError(504, job->error, "server_error", "", "timeout");
+      if (job->error_status == 499)  // the client went away: nobody reads this, /metrics does
+        throw ApiError(499, "the client closed the connection", "invalid_request_error", "",
+                       "cancelled");
+      throw ApiError(500, job->error, "server_error");
     }
     const Usage u = usage();
     send_json(res, 200,
@@ -590,6 +615,8 @@ int run_server(const ServerOptions& opts) {
                ": the tokenizer has ", c.tok->vocab_size(),
                " tokens but the model's vocabulary has ", info.vocab_size);
   c.vocab = info.vocab_size > 0 ? info.vocab_size : c.tok->vocab_size();
+  for (int32_t id = 0; id < c.tok->vocab_size(); ++id)
+    c.max_piece_bytes = std::max(c.max_piece_bytes, c.tok->id_to_piece(id).size());
   c.model_name = opts.model_name.empty() ? file_stem(opts.model_path) : opts.model_name;
   char fp[32];
   std::snprintf(fp, sizeof fp, "fp_%016llx", static_cast<unsigned long long>(info.fingerprint));

@@ -216,6 +216,58 @@ def busy_and_shutdown_tests(cachet, wd):
           f"{time.time() - t0:.1f} s", flush=True)
 
 
+def hostile_request_tests(cachet, wd):
+    """Bodies past --max-body-kb however they are sent, numbers past a double, megabytes where a
+    word belongs, and a prompt far past the context: each a 4xx error object, and the server
+    answers normally afterwards."""
+    import gzip
+    s = Server(cachet, ["-t", "1", "--parallel", "1", "--max-body-kb", "64", "--ctx", "64",
+                        "--quiet"], os.path.join(wd, "server-hostile.log"))
+
+    def error_of(status, data, want_status, want_code, what):
+        try:
+            e = json.loads(data)["error"]
+        except (ValueError, KeyError, TypeError):
+            check(False, f"{what}: not an error object: {data[:200]!r}")
+            return None
+        check(status == want_status and e.get("code") == want_code,
+              f"{what}: got {status} {e}, want {want_status} {want_code}")
+        return e
+
+    try:
+        big = json.dumps({"prompt": "a" * (200 << 10), "max_tokens": 1}).encode()
+        c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+        c.request("POST", "/v1/completions", body=iter([big[i:i + 8192]
+                                                       for i in range(0, len(big), 8192)]),
+                  headers={"Content-Type": "application/json"}, encode_chunked=True)
+        r = c.getresponse()
+        error_of(r.status, r.read(), 413, "request_too_large", "chunked body past the limit")
+        c.close()
+        status, _, data = s.request("POST", "/v1/completions", gzip.compress(big),
+                                    {"Content-Encoding": "gzip"})
+        if status != 415:  # an HTTP layer without gzip refuses it before the handler
+            error_of(status, data, 413, "request_too_large", "gzip body past the limit")
+        status, _, data = s.request("POST", "/v1/completions",
+                                    b'{"prompt": "hi", "max_tokens": 1, "foo": -1e400}')
+        error_of(status, data, 400, "invalid_json", "a number past a double")
+        status, _, data = s.request("POST", "/v1/chat/completions", json.dumps(
+            {"messages": [{"role": "x" * 50000, "content": "hi"}]}).encode())
+        e = error_of(status, data, 400, "unsupported_value", "a 50 kB role")
+        check(e is not None and len(e.get("message", "")) < 300,
+              f"the error quotes the whole role back: {len(data)} bytes")
+        status, _, data = s.request("POST", "/v1/completions", json.dumps(
+            {"prompt": "to be or not " * 4000, "max_tokens": 1}).encode())
+        e = error_of(status, data, 400, "context_length_exceeded", "a prompt far past --ctx")
+        check(e is not None and "bytes of text" in e.get("message", ""),
+              f"a prompt far past --ctx was tokenized: {e}")
+        status, _, data = s.request("POST", "/v1/completions", json.dumps(
+            {"prompt": "To be", "max_tokens": 4}).encode())
+        check(status == 200 and json.loads(data)["choices"][0]["text"] is not None,
+              f"a normal request after the hostile ones: {status} {data[:200]!r}")
+    finally:
+        s.stop()
+
+
 def speech_tests(cachet, wd):
     maker = os.path.join(ROOT, "tests", "reference", "make_tiny_metavoice.py")
     if not os.path.exists(maker):
@@ -268,6 +320,7 @@ def main():
     t0 = time.time()
     main_server_tests(a.cachet, a.workdir)
     busy_and_shutdown_tests(a.cachet, a.workdir)
+    hostile_request_tests(a.cachet, a.workdir)
     speech_tests(a.cachet, a.workdir)
     print(f"test_server: {len(FAILURES)} failure(s) in {time.time() - t0:.0f} s")
     return 1 if FAILURES else 0
