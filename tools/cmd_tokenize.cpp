@@ -10,6 +10,7 @@
 
 #include "cachet/error.h"
 #include "cachet/file.h"
+#include "cachet/metavoice_gpt.h"
 #include "cachet/mv_tokenizer.h"
 #include "cachet/tokenizer.h"
 #include "cli.h"
@@ -37,7 +38,13 @@ bool is_metavoice(const std::string& model) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (model.empty()) return false;
-  if (fs::is_directory(model, ec)) return fs::exists(fs::path(model) / "first_stage.meta.json", ec);
+  if (fs::is_directory(model, ec)) {
+    if (fs::exists(fs::path(model) / "first_stage.meta.json", ec)) return true;
+    // A METAVOICE_DIR without its tokenizer: say that, not that tokenizer.model is missing
+    CACHET_CHECK(!is_metavoice_dir(model), model,
+                 ": a MetaVoice directory without first_stage.meta.json (its tokenizer)");
+    return false;
+  }
   const std::string suffix = ".meta.json";
   return model.size() >= suffix.size() &&
          model.compare(model.size() - suffix.size(), suffix.size(), suffix) == 0;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cachet/dtype.h"
@@ -168,8 +169,11 @@ ModelFiles random_mv_stage2_files(const MvStage2Args& args, uint64_t seed);
 std::string mv_stage1_file(const std::string& dir);
 // Whether path is a directory holding a stage-1 weight file.
 bool is_metavoice_dir(const std::string& path);
-// The optional config.json of a directory ({} when absent; errors when unreadable).
+// The optional config.json of a directory; without one, the configs a stage-1 GGUF written by
+// `cachet convert` carries ("cachet.hf_config"); else {}. Errors when unreadable.
 nlohmann::json mv_dir_config(const std::string& dir);
+// The same with where it came from, for messages (the config.json path when there is none).
+std::pair<nlohmann::json, std::string> mv_dir_config_at(const std::string& dir);
 // The stage args of a directory: released values overridden by config.json's
 // "first_stage" / "second_stage" entries.
 MvStage1Args mv_stage1_args(const std::string& dir);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cachet/error.h"
+#include "cachet/gguf.h"
 #include "cachet/metavoice_gpt.h"
 #include "cachet/model_files.h"
 
@@ -258,23 +259,45 @@ bool is_metavoice_dir(const std::string& path) {
 }
 
 nlohmann::json mv_dir_config(const std::string& dir) {
+  return mv_dir_config_at(dir).first;
+}
+
+std::pair<nlohmann::json, std::string> mv_dir_config_at(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / "config.json").string();
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return nlohmann::json::object();
-  nlohmann::json j = read_json_file(path);
-  if (!j.is_object()) fail(path, ": expected a JSON object");
-  return j;
+  if (std::filesystem::exists(path, ec)) {
+    nlohmann::json j = read_json_file(path);
+    if (!j.is_object()) fail(path, ": expected a JSON object");
+    return {j, path};
+  }
+  // A stage-1 GGUF written by `cachet convert` carries the directory's configs
+  const std::string s1 = mv_stage1_file(dir);
+  if (s1.size() > 5 && s1.compare(s1.size() - 5, 5, ".gguf") == 0) {
+    const auto g = GgufFile::open(s1);
+    if (const GgufValue* v = g->find("cachet.hf_config"); v && v->type() == GgufType::STRING) {
+      const std::string where = s1 + " (cachet.hf_config)";
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(v->as_string());
+      } catch (const nlohmann::json::exception& e) {
+        fail(where, ": not valid JSON: ", e.what());
+      }
+      if (!j.is_object()) fail(where, ": expected a JSON object");
+      return {j, where};
+    }
+  }
+  return {nlohmann::json::object(), path};
 }
 
 namespace {
-MvStage1Args stage1_from(const nlohmann::json& cfg, const std::string& dir) {
-  const std::string where = (std::filesystem::path(dir) / "config.json").string() + " first_stage";
+MvStage1Args stage1_from(const nlohmann::json& cfg, const std::string& from) {
+  const std::string where = from + " first_stage";
   auto it = cfg.find("first_stage");
   if (it == cfg.end() || it->is_null()) return MvStage1Args{};
   return MvStage1Args::from_json(*it, where);
 }
-MvStage2Args stage2_from(const nlohmann::json& cfg, const std::string& dir) {
-  const std::string where = (std::filesystem::path(dir) / "config.json").string() + " second_stage";
+MvStage2Args stage2_from(const nlohmann::json& cfg, const std::string& from) {
+  const std::string where = from + " second_stage";
   auto it = cfg.find("second_stage");
   if (it == cfg.end() || it->is_null()) return MvStage2Args{};
   return MvStage2Args::from_json(*it, where);
@@ -282,10 +305,12 @@ MvStage2Args stage2_from(const nlohmann::json& cfg, const std::string& dir) {
 }  // namespace
 
 MvStage1Args mv_stage1_args(const std::string& dir) {
-  return stage1_from(mv_dir_config(dir), dir);
+  const auto [cfg, from] = mv_dir_config_at(dir);
+  return stage1_from(cfg, from);
 }
 MvStage2Args mv_stage2_args(const std::string& dir) {
-  return stage2_from(mv_dir_config(dir), dir);
+  const auto [cfg, from] = mv_dir_config_at(dir);
+  return stage2_from(cfg, from);
 }
 
 }  // namespace cachet

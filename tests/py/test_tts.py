@@ -226,6 +226,15 @@ def main():
                      "-n", "240", "--dump-codes", c], "gguf f32")
         if base is not None and os.path.exists(c):
             check(load_codes(c) == base, "the F32 GGUF stage 1 gave other codes")
+        # Without config.json, the configs the GGUF carries (the tiny model's are not the
+        # released ones) load the same model.
+        os.remove(os.path.join(dq, "config.json"))
+        c2 = os.path.join(wd, "gguf_noconfig.json")
+        tts(cachet, ["-m", dq, "-p", TEXT, "-o", os.path.join(wd, "gguf_noconfig.wav"),
+                     "--temp", "0", "-n", "240", "--dump-codes", c2], "gguf f32 without config.json")
+        if base is not None and os.path.exists(c2):
+            check(load_codes(c2) == base, "the GGUF's own configs gave other codes")
+        shutil.copy(os.path.join(d, "config.json"), dq)
     dq8 = os.path.join(wd, "mv_q8")
     shutil.copytree(dq, dq8)
     os.remove(os.path.join(dq8, "first_stage_f32.gguf"))
