@@ -536,6 +536,23 @@ void setup_routes(Context& c, httplib::Server& svr) {
     });
   });
 
+  // A known path asked with another method: 405 with the methods it takes, not 404
+  auto allow_only = [&svr](const std::string& path, const std::string& allow) {
+    const auto refuse = [allow](const Request& req, Response& res) {
+      res.set_header("Allow", allow);
+      send_error(res, ApiError(405, "Method " + req.method + " is not allowed on " + req.path +
+                                        " (use " + allow + ")"));
+    };
+    if (allow != "GET") svr.Get(path, refuse);
+    if (allow != "POST") svr.Post(path, refuse);
+    svr.Put(path, refuse);
+    svr.Delete(path, refuse);
+    svr.Patch(path, refuse);
+  };
+  for (const char* p : {"/", "/health", "/v1/models", "/metrics"}) allow_only(p, "GET");
+  for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/audio/speech"})
+    allow_only(p, "POST");
+
   svr.set_error_handler(httplib::Server::HandlerWithResponse([](const Request& req, Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     std::string msg;
@@ -635,16 +652,20 @@ int run_server(const ServerOptions& opts) {
   c.engine = std::make_unique<Engine>(*c.model, *c.tok, eo, c.metrics);
 
   httplib::Server svr;
-  const size_t threads = opts.http_threads > 0
-                             ? static_cast<size_t>(opts.http_threads)
-                             : static_cast<size_t>(opts.parallel) + opts.queue_size +
-                                   static_cast<size_t>(std::max(0, opts.max_streams)) / 4 + 16;
+  // One thread per open connection: at least 256, so that a few hundred clients that open a
+  // connection and send nothing (or trickle their headers) do not lock everyone else out; an
+  // idle thread costs little. Untrusted networks still want a reverse proxy in front.
+  const size_t threads =
+      opts.http_threads > 0
+          ? static_cast<size_t>(opts.http_threads)
+          : std::max<size_t>(256, static_cast<size_t>(opts.parallel) + opts.queue_size +
+                                      static_cast<size_t>(std::max(0, opts.max_streams)) / 4 + 16);
   svr.new_task_queue = [threads] {
     return new httplib::ThreadPool(std::min<size_t>(threads, 1024));
   };
   svr.set_payload_max_length(opts.max_body_bytes);
   svr.set_keep_alive_timeout(5);
-  svr.set_read_timeout(30);
+  svr.set_read_timeout(10);
   svr.set_write_timeout(30);
   svr.set_tcp_nodelay(true);
   // SO_REUSEADDR only: with SO_REUSEPORT a second server would silently share the port.

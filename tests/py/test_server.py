@@ -260,6 +260,23 @@ def hostile_request_tests(cachet, wd):
         e = error_of(status, data, 400, "context_length_exceeded", "a prompt far past --ctx")
         check(e is not None and "bytes of text" in e.get("message", ""),
               f"a prompt far past --ctx was tokenized: {e}")
+        status, headers, data = s.request("GET", "/v1/chat/completions")
+        check(status == 405 and headers.get("Allow") == "POST",
+              f"GET on a POST path: {status} {headers} {data[:200]!r}")
+        # Connections that send half a request and wait do not lock other clients out.
+        import socket
+        idle = []
+        for _ in range(120):
+            sk = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+            sk.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+            idle.append(sk)
+        try:
+            status, _, _ = s.request("GET", "/health", timeout=30)
+            check(status == 200, f"/health beside 120 idle connections: {status}")
+        except OSError as e:
+            check(False, f"/health beside 120 idle connections: {e}")
+        for sk in idle:
+            sk.close()
         status, _, data = s.request("POST", "/v1/completions", json.dumps(
             {"prompt": "To be", "max_tokens": 4}).encode())
         check(status == 200 and json.loads(data)["choices"][0]["text"] is not None,
