@@ -199,7 +199,8 @@ int run_convert(const std::string& in, const std::string& out, const std::string
   w.add_string("general.name", in);
   w.add_string("cachet.hf_config", files.config.dump());
   w.add_string("cachet.weight_type", std::string(dtype_name(want)));
-  if (!files.tokenizer_model.empty()) write_tokenizer_to_gguf(w, read_file(files.tokenizer_model));
+  if (!files.tokenizer_model.empty())
+    write_tokenizer_to_gguf(w, read_file(files.tokenizer_model), files.tokenizer_model);
   Progress progress(total_bytes(files), progress_bar);
   add_converted_tensors(w, files, want, pool, progress);
   w.write(out);

@@ -112,6 +112,7 @@ class StreamDecoder {
 };
 
 // Adds the tokenizer keys described above to a GGUF being written (for `cachet convert`).
-void write_tokenizer_to_gguf(GgufWriter& writer, const std::string& model_proto_bytes);
+void write_tokenizer_to_gguf(GgufWriter& writer, const std::string& model_proto_bytes,
+                             const std::string& name = "tokenizer.model");
 
 }  // namespace cachet

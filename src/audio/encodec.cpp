@@ -268,6 +268,9 @@ class Loader {
   }
 
   std::vector<float> vec(const std::string& name, int64_t n) { return read(get(name, {n})); }
+  void refuse_extra(const std::string& name, const std::string& why) const {
+    CACHET_CHECK(!f_.find(name), f_.path, ": tensor '", name, "' is not used: ", why);
+  }
 
   ConvW conv(const std::string& prefix, int cin, int cout, int k, int dil) {
     ConvW c = make_conv(conv_weight(prefix, {cout, cin, k}), vec(prefix + ".conv.bias", cout), cin,
@@ -327,6 +330,9 @@ void build(EncodecDecoder::Impl& m, Source& src) {
     for (size_t i = 0; i < b.size(); ++i) b[i] += b2[i];
     m.lstm.bias.push_back(std::move(b));
   }
+  src.refuse_extra(lp + "weight_ih_l" + std::to_string(c.num_lstm_layers),
+                   "the config has num_lstm_layers " + std::to_string(c.num_lstm_layers) +
+                       " (a config for other weights?)");
   for (int ratio : c.upsampling_ratios) {
     const int cur = scale * c.num_filters;
     ++idx;  // ELU
@@ -366,6 +372,8 @@ struct FileSource {
     return ld.read(ld.get(n, {r, cc}));
   }
   std::vector<float> vec(const std::string& n, int len) { return ld.vec(n, len); }
+  // A tensor the config does not account for (more LSTM layers than num_lstm_layers)
+  void refuse_extra(const std::string& n, const std::string& why) const { ld.refuse_extra(n, why); }
 };
 
 struct RandomSource {
@@ -389,6 +397,7 @@ struct RandomSource {
     return rng.vec(static_cast<size_t>(r) * cc, 1.0f / std::sqrt(static_cast<float>(cc)));
   }
   std::vector<float> vec(const std::string&, int len) { return rng.vec(len, 0.05f); }
+  void refuse_extra(const std::string&, const std::string&) const {}
   void group_norm(ConvW* c) {
     if (cfg.norm_type != "time_group_norm") return;
     c->gn_w.assign(c->cout, 1.0f);

@@ -1,4 +1,3 @@
-#include "cachet/file.h"
 #include "cachet/tokenizer.h"
 
 #include <sentencepiece_processor.h>
@@ -9,6 +8,7 @@
 #include <sstream>
 
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "cachet/gguf.h"
 #include "cachet/model_files.h"
 #include "text/spm_proto.h"
@@ -19,7 +19,6 @@ namespace {
 
 constexpr const char* kProtoKey = "tokenizer.sentencepiece.model";
 constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
-
 
 int parse_byte_piece(const std::string& p) {
   // "<0xAB>"
@@ -270,8 +269,8 @@ void StreamDecoder::reset() {
 
 // ---------------------------------------------------------------------------------------------
 
-void write_tokenizer_to_gguf(GgufWriter& writer, const std::string& model_proto_bytes) {
-  const std::string name = "tokenizer.model";
+void write_tokenizer_to_gguf(GgufWriter& writer, const std::string& model_proto_bytes,
+                             const std::string& name) {
   const Tokenizer tok = Tokenizer::from_model_proto(model_proto_bytes, name);  // validates
   const spm_proto::Summary s = spm_proto::parse(model_proto_bytes, name);
   CACHET_CHECK(static_cast<int64_t>(s.pieces.size()) == tok.vocab_size(), name, ": ",

@@ -17,6 +17,7 @@ Error measure: err = max |engine - reference| / max(1, max |reference|); the eng
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -171,6 +172,18 @@ def error_cases(args, res):
             g.write(f.read())
         r = decode_cli(args, bad, [[1, 2]], out)
         res.check("error: " + name, r.returncode != 0 and needle in r.stderr, r.stderr.strip()[-200:])
+    # A config with fewer LSTM layers than the weights: refused, not run without them.
+    bad = os.path.join(args.workdir, "bad_lstm_layers")
+    shutil.rmtree(bad, ignore_errors=True)
+    shutil.copytree(d, bad)
+    with open(os.path.join(bad, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["num_lstm_layers"] = 0
+    with open(os.path.join(bad, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    r = decode_cli(args, bad, [[1, 2]], out)
+    res.check("error: fewer LSTM layers in the config", r.returncode != 0 and
+              "weight_ih_l0' is not used" in r.stderr, r.stderr.strip()[-200:])
     # Bad JSON
     cpath = os.path.join(args.workdir, "bad.json")
     with open(cpath, "w") as f:
