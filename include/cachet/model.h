@@ -13,13 +13,15 @@ namespace cachet {
 class ThreadPool;
 
 struct ModelInfo {
-  std::string arch;          // "recurrent_gemma"
-  std::string name;          // file or directory it came from
+  std::string arch;  // "recurrent_gemma"
+  std::string name;  // file or directory it came from
   int64_t vocab_size = 0;
   int32_t bos_id = 2, eos_id = 1, pad_id = 0;
-  int64_t max_positions = 0; // 0: unbounded (state size is constant)
-  uint64_t fingerprint = 0;  // hash of the config and of every tensor's name, type and shape
-  uint64_t weight_bytes = 0; // bytes of weights read per decoded token
+  int64_t max_positions = 0;  // 0: unbounded (state size is constant)
+  // Hash of the config and of every tensor's name, type, shape and a few bytes of its values
+  // (start, middle, end): states of another checkpoint of the same shape are refused too
+  uint64_t fingerprint = 0;
+  uint64_t weight_bytes = 0;  // bytes of weights read per decoded token
 };
 
 class StateImpl;  // defined by each model
@@ -29,17 +31,17 @@ class State {
  public:
   State();  // an empty state (valid() is false)
   explicit State(std::unique_ptr<StateImpl> impl);
-  State(const State& other);             // fork: a deep copy
+  State(const State& other);  // fork: a deep copy
   State& operator=(const State& other);
   State(State&&) noexcept;
   State& operator=(State&&) noexcept;
   ~State();
 
   bool valid() const { return impl_ != nullptr; }
-  int64_t position() const;              // tokens consumed so far
-  void reset();                          // back to position 0, all caches cleared
+  int64_t position() const;  // tokens consumed so far
+  void reset();              // back to position 0, all caches cleared
   State fork() const { return State(*this); }
-  size_t bytes() const;                  // memory held by this state
+  size_t bytes() const;  // memory held by this state
   uint64_t model_fingerprint() const;
   // Versioned file with the model fingerprint and a checksum.
   void save(const std::string& path) const;
@@ -51,6 +53,9 @@ class State {
   std::unique_ptr<StateImpl> impl_;
 };
 
+// A model may be used from several threads: its passes take turns (they share scratch memory
+// and the model's thread pool), so threads gain nothing from sharing one model but get the same
+// logits as alone. States are values: each belongs to one thread at a time.
 class LanguageModel {
  public:
   virtual ~LanguageModel() = default;

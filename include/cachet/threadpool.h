@@ -1,10 +1,13 @@
 // A persistent pool of worker threads with a low-latency barrier. The calling thread takes
 // part as worker 0. Work is split by index ranges, so results never depend on the thread count
-// as long as each output is computed by one thread in a fixed order.
+// as long as each output is computed by one thread in a fixed order. Any thread may hand a pool
+// work: callers on different threads take turns (one job at a time), and a job that hands its
+// own pool more work runs that work itself.
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -44,6 +47,7 @@ class ThreadPool {
   // the caller is done are withdrawn instead of waited for.
   void dispatch(const std::function<void(int, int)>& job, bool skippable);
   int n_threads_;
+  std::mutex entry_mu_;  // held while a caller's job runs: callers on other threads wait
   std::vector<std::thread> threads_;
   const std::function<void(int, int)>* job_ = nullptr;
   std::atomic<uint64_t> generation_{0};

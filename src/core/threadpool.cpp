@@ -15,6 +15,23 @@ inline void cpu_relax() {
   _mm_pause();
 }
 constexpr int kSpinIterations = 1 << 16;
+
+// The pool whose job this thread is running, and its index in that job: a job that asks the
+// same pool for more work runs that work itself, in order (the pool is busy with the job).
+thread_local const ThreadPool* t_pool = nullptr;
+thread_local int t_index = 0;
+struct InPool {
+  const ThreadPool* pool;
+  int index;
+  InPool(const ThreadPool* p, int i) : pool(t_pool), index(t_index) {
+    t_pool = p;
+    t_index = i;
+  }
+  ~InPool() {
+    t_pool = pool;
+    t_index = index;
+  }
+};
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -61,6 +78,7 @@ void ThreadPool::worker() {
     const int ticket = tickets_.fetch_sub(1, std::memory_order_acq_rel);
     if (ticket <= 0) continue;
     try {
+      const InPool in(this, ticket);
       (*job_)(ticket, n_threads_);
     } catch (...) {
       bool expected = false;
@@ -80,6 +98,7 @@ void ThreadPool::dispatch(const std::function<void(int, int)>& job, bool skippab
   generation_.notify_all();
   std::exception_ptr mine;
   try {
+    const InPool in(this, 0);
     job(0, n_threads_);
   } catch (...) {
     mine = std::current_exception();
@@ -104,6 +123,11 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     fn(0, 1);
     return;
   }
+  if (t_pool == this) {  // from inside one of this pool's jobs
+    for (int i = 0; i < n_threads_; ++i) fn(i, n_threads_);
+    return;
+  }
+  const std::lock_guard<std::mutex> lock(entry_mu_);  // one caller's job at a time
   dispatch(fn, false);
 }
 
@@ -115,10 +139,12 @@ void ThreadPool::for_chunks(int64_t n_chunks, const std::function<void(int64_t)>
 void ThreadPool::for_chunks_with_thread(int64_t n_chunks,
                                         const std::function<void(int64_t, int)>& fn) {
   if (n_chunks <= 0) return;
-  if (n_threads_ == 1 || n_chunks == 1) {
-    for (int64_t c = 0; c < n_chunks; ++c) fn(c, 0);
+  if (n_threads_ == 1 || n_chunks == 1 || t_pool == this) {
+    const int tid = t_pool == this ? t_index : 0;
+    for (int64_t c = 0; c < n_chunks; ++c) fn(c, tid);
     return;
   }
+  const std::lock_guard<std::mutex> lock(entry_mu_);  // one caller's job at a time
   next_chunk_.store(0, std::memory_order_relaxed);
   const auto job = [&](int tid, int) {
     for (int64_t c; (c = next_chunk_.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)

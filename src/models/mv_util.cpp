@@ -1,5 +1,6 @@
 #include "mv_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -39,19 +40,6 @@ void reject_extra_layers(const ModelFiles& files, const std::string& prefix, int
     if (end != s && *end == '.' && i >= n_layer)
       fail(files.path, ": tensor '", name, "' belongs to a layer beyond ", field, " = ", n_layer);
   }
-}
-
-uint64_t fingerprint(const std::string& arch, const std::string& config, const ModelFiles& files) {
-  Fnv64 fp;
-  fp.add(arch);
-  fp.add(config);
-  for (const auto& [name, t] : files.tensors) {  // std::map: sorted by name
-    fp.add(name);
-    fp.add_u64(static_cast<uint64_t>(t.dtype));
-    fp.add_u64(t.shape.size());
-    for (int64_t s : t.shape) fp.add_u64(static_cast<uint64_t>(s));
-  }
-  return fp.h;
 }
 
 MvKvState& own_kv_state(State& s, const MvKvLayout& layout, const char* what) {

@@ -14,8 +14,6 @@ ModelFiles strip_orig_mod(ModelFiles files);
 // Fails naming the first tensor "<prefix><i>." with i >= n_layer.
 void reject_extra_layers(const ModelFiles& files, const std::string& prefix, int64_t n_layer,
                          const char* field);
-// Hash of the architecture, the config and every tensor's name, type and shape.
-uint64_t fingerprint(const std::string& arch, const std::string& config, const ModelFiles& files);
 // The MvKvState of s, checked to belong to the model of `layout`; `what` prefixes errors.
 MvKvState& own_kv_state(State& s, const MvKvLayout& layout, const char* what);
 

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <optional>
 
 #include "cachet/arena.h"
@@ -117,10 +118,14 @@ class RecurrentGemma final : public LanguageModel {
 
   void forward(State& state, std::span<const int32_t> tokens, std::vector<float>& logits,
                bool all_positions) override {
+    const std::lock_guard<std::mutex> lock(run_mu_);  // one pass at a time: shared scratch
     models::RgState& st = own_state(state, "forward");
     if (tokens.empty()) fail("forward: empty token list");
     check_tokens(tokens);
     const int64_t T = static_cast<int64_t>(tokens.size());
+    if (T > models::RgState::kMaxPosition - st.pos)
+      fail("forward: the state is at position ", st.pos, "; ", T, " more tokens pass the last ",
+           "position a state may reach, ", models::RgState::kMaxPosition);
     const int64_t V = cfg_.vocab_size;
     const size_t need = static_cast<size_t>((all_positions ? T : 1) * V);
     if (logits.size() != need) logits.resize(need);
@@ -143,6 +148,7 @@ class RecurrentGemma final : public LanguageModel {
 
   void forward_batch(std::span<State* const> states, std::span<const int32_t> tokens,
                      std::vector<float>& logits) override {
+    const std::lock_guard<std::mutex> lock(run_mu_);
     if (states.empty()) fail("forward_batch: no states");
     if (states.size() != tokens.size())
       fail("forward_batch: ", states.size(), " states but ", tokens.size(), " tokens");
@@ -150,7 +156,10 @@ class RecurrentGemma final : public LanguageModel {
     seen_.clear();
     for (size_t i = 0; i < states.size(); ++i) {
       if (!states[i]) fail("forward_batch: state ", i, " is null");
-      own_state(*states[i], "forward_batch");
+      const models::RgState& st = own_state(*states[i], "forward_batch");
+      if (st.pos >= models::RgState::kMaxPosition)
+        fail("forward_batch: state ", i, " is at the last position a state may reach, ",
+             models::RgState::kMaxPosition);
       seen_.push_back(states[i]->impl());
     }
     std::sort(seen_.begin(), seen_.end());
@@ -290,16 +299,7 @@ class RecurrentGemma final : public LanguageModel {
     info_.pad_id = cfg_.pad_token_id;
     info_.max_positions = 0;
 
-    models::Fnv64 fp;
-    fp.add(std::string("recurrent_gemma"));
-    fp.add(cfg_.to_json().dump());
-    for (const auto& [name, t] : files_.tensors) {  // std::map: sorted by name
-      fp.add(name);
-      fp.add_u64(static_cast<uint64_t>(t.dtype));
-      fp.add_u64(t.shape.size());
-      for (int64_t s : t.shape) fp.add_u64(static_cast<uint64_t>(s));
-    }
-    info_.fingerprint = fp.h;
+    info_.fingerprint = models::fingerprint("recurrent_gemma", cfg_.to_json().dump(), files_);
 
     // Bytes read per decoded token: every matrix once, the small f32 vectors, one embedding row.
     const int64_t d = cfg_.hidden_size;
@@ -764,6 +764,7 @@ class RecurrentGemma final : public LanguageModel {
   ModelInfo info_;
   std::shared_ptr<const models::RgLayout> layout_;
   Arena arena_{1 << 20};
+  std::mutex run_mu_;  // forward and forward_batch share the scratch above
   std::vector<Segment> segs_;
   std::vector<const void*> seen_;
 };

@@ -54,7 +54,8 @@ std::unique_ptr<RgState> RgState::load(std::shared_ptr<const RgLayout> lay,
     fail(path, ": state section 'kv_bits' is ", kv_bits, ", this model needs ",
          lay->kv_bf16 ? 16 : 32);
   const int64_t pos = r.i64("position");
-  if (pos < 0) fail(path, ": state position ", pos, " is negative");
+  if (pos < 0 || pos > RgState::kMaxPosition)
+    fail(path, ": state position ", pos, " is outside [0, ", RgState::kMaxPosition, "]");
   auto st = std::make_unique<RgState>(lay);
   r.read_exact("caches", st->buf.data(), st->buf.size() * sizeof(float));
   if (lay->kv_bf16) r.read_exact("kv_bf16", st->kv16.data(), st->kv16.size() * sizeof(uint16_t));

@@ -62,6 +62,9 @@ class RgState final : public StateImpl {
   std::vector<float> buf;
   std::vector<uint16_t> kv16;
   int64_t pos = 0;
+  // The furthest position a state may reach: far past any real context, and far enough below
+  // INT64_MAX that position arithmetic cannot overflow.
+  static constexpr int64_t kMaxPosition = int64_t{1} << 40;
 };
 
 }  // namespace cachet::models

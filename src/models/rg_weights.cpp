@@ -1,5 +1,6 @@
 #include "rg_weights.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "cachet/error.h"
@@ -204,6 +205,25 @@ void apply_linear(const Linear& l, const float* x, int64_t n, float* y, ThreadPo
     const int64_t o = l.out();
     for (int64_t r = 0; r < n; ++r) ops::add(y + r * o, l.bias.data(), y + r * o, o);
   }
+}
+
+uint64_t fingerprint(const std::string& arch, const std::string& config, const ModelFiles& files) {
+  Fnv64 fp;
+  fp.add(arch);
+  fp.add(config);
+  for (const auto& [name, t] : files.tensors) {  // std::map: sorted by name
+    fp.add(name);
+    fp.add_u64(static_cast<uint64_t>(t.dtype));
+    fp.add_u64(t.shape.size());
+    for (int64_t s : t.shape) fp.add_u64(static_cast<uint64_t>(s));
+    // A few bytes of the values (start, middle, end): checkpoints of one shape (a base model
+    // and its fine-tune) differ there, and reading them costs three pages a tensor
+    const size_t n = t.nbytes;
+    if (!t.data || n == 0) continue;
+    for (size_t at : {size_t{0}, n / 2 / 64 * 64, n > 64 ? n - 64 : 0})
+      fp.add(static_cast<const uint8_t*>(t.data) + at, std::min<size_t>(64, n - at));
+  }
+  return fp.h;
 }
 
 void Fnv64::add(const void* data, size_t n) {

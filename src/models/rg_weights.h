@@ -82,4 +82,8 @@ struct Fnv64 {
   void add_u64(uint64_t v) { add(&v, sizeof v); }
 };
 
+// A model's fingerprint (ModelInfo::fingerprint): the architecture, the config, and every
+// tensor's name, type, shape and 64 bytes each from the start, middle and end of its values.
+uint64_t fingerprint(const std::string& arch, const std::string& config, const ModelFiles& files);
+
 }  // namespace cachet::models

@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cachet/error.h"
@@ -219,6 +221,80 @@ TEST(State, ResetClearsEverything) {
   m->forward(f, toks(4, 6), fresh_out, true);
   m->forward(a, toks(4, 6), reset_out, true);
   EXPECT_EQ(fresh_out, reset_out);
+}
+
+// Two checkpoints of the same shape (a base model and its fine-tune): their states do not mix.
+TEST(State, AnotherCheckpointOfTheSameShapeIsRefused) {
+  TempDir tmp;
+  auto m = model(cfg(), 1);
+  auto other = model(cfg(), 2);
+  ASSERT_NE(m->info().fingerprint, other->info().fingerprint);
+  ASSERT_EQ(model(cfg(), 1)->info().fingerprint, m->info().fingerprint);  // the same weights
+  State a = m->new_state();
+  std::vector<float> out;
+  m->forward(a, toks(3, 1), out);
+  a.save(tmp.file("a.state"));
+  EXPECT_THROW(other->load_state(tmp.file("a.state")), Error);
+  EXPECT_THROW(other->forward(a, toks(1, 2), out), Error);
+  State b = other->new_state();
+  State* both[] = {&a, &b};
+  EXPECT_THROW(other->forward_batch(both, std::vector<int32_t>{1, 2}, out), Error);
+}
+
+// A saved position past what a state may reach is refused on load, and a state at the last
+// one cannot be advanced (the position arithmetic would overflow).
+TEST(State, PositionsPastTheLimitAreRefused) {
+  TempDir tmp;
+  auto m = model();
+  State a = m->new_state();
+  std::vector<float> out;
+  m->forward(a, toks(3, 1), out);
+  a.save(tmp.file("a.state"));
+  const auto with_position = [&](int64_t pos, const std::string& to) {
+    rewrite_state(tmp.file("a.state"), tmp.file(to),
+                  [](const std::string& name) { return name == "position" ? std::string() : name; },
+                  {{"position", pos}});
+  };
+  const int64_t limit = int64_t{1} << 40;
+  with_position(limit + 1, "past.state");
+  EXPECT_THROW(m->load_state(tmp.file("past.state")), Error);
+  with_position(std::numeric_limits<int64_t>::max() - 1, "huge.state");
+  EXPECT_THROW(m->load_state(tmp.file("huge.state")), Error);
+  with_position(limit, "last.state");
+  State last = m->load_state(tmp.file("last.state"));
+  EXPECT_THROW(m->forward(last, toks(1, 1), out), Error);
+  EXPECT_EQ(last.position(), limit);  // unchanged by the refused call
+}
+
+// Threads that share a model, or models that share a pool, take turns and each get the logits
+// they get alone.
+TEST(State, ThreadsSharingAModelOrAPoolGetTheirOwnLogits) {
+  static ThreadPool pool(2);
+  auto shared = make_recurrent_gemma(random_recurrent_gemma_files(cfg(), 1, 0.3f), &pool);
+  auto second = make_recurrent_gemma(random_recurrent_gemma_files(cfg(), 3, 0.3f), &pool);
+  const auto alone = [](LanguageModel& lm, int salt) {
+    State s = lm.new_state();
+    std::vector<float> out, all;
+    for (int i = 0; i < 40; ++i) {
+      lm.forward(s, toks(3, salt + i), out);
+      all.insert(all.end(), out.begin(), out.end());
+    }
+    return all;
+  };
+  const std::vector<float> want_a = alone(*shared, 1), want_b = alone(*shared, 7),
+                           want_c = alone(*second, 5);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<float> got_a, got_b, got_c;
+    std::thread ta([&] { got_a = alone(*shared, 1); });
+    std::thread tb([&] { got_b = alone(*shared, 7); });
+    std::thread tc([&] { got_c = alone(*second, 5); });
+    ta.join();
+    tb.join();
+    tc.join();
+    EXPECT_EQ(got_a, want_a);
+    EXPECT_EQ(got_b, want_b);
+    EXPECT_EQ(got_c, want_c);
+  }
 }
 
 }  // namespace
