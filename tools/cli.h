@@ -30,12 +30,14 @@ void apply_threads(int n);
 
 // Before any work: an output path that can be written (not empty, not a directory) and that is
 // none of the inputs' files, so that a command never replaces what it reads: an input itself,
-// a file under an input directory, and beside a .safetensors or .json input the .safetensors,
-// .json and .model files it may read with it. Empty inputs are skipped.
-void check_output(const std::string& out, std::initializer_list<std::string> inputs);
+// or a file below an input directory (through symlinked folders too). With model_siblings (a
+// model to convert), beside a .safetensors or .json input also the .safetensors, .json and
+// .model files an HF checkpoint reads with it. Empty inputs are skipped.
+void check_output(const std::string& out, std::initializer_list<std::string> inputs,
+                  bool model_siblings = false);
 
 // The seed of "--seed TEXT": a whole number from 0 to 2^64 - 1 (anything else is an error), or
-// one from the clock when TEXT is empty.
+// one from the clock when TEXT is empty or -1.
 uint64_t seed_from(const std::string& text);
 
 }  // namespace cachet::cli

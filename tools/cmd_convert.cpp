@@ -178,7 +178,7 @@ int run_convert_torch(const std::string& in, const std::string& out, const std::
 
 int run_convert(const std::string& in, const std::string& out, const std::string& type_name,
                 bool progress_bar, const std::string& key) {
-  check_output(out, {in});
+  check_output(out, {in}, /*model_siblings=*/true);
   if (ends_with(in, ".pt") || ends_with(in, ".pth"))
     return run_convert_torch(in, out, key, type_name);
   if (is_metavoice_dir(in)) return run_convert_metavoice(in, out, type_name, progress_bar);
@@ -212,7 +212,7 @@ int run_convert(const std::string& in, const std::string& out, const std::string
 int run_quantize(const std::string& in, const std::string& out, const std::string& type_name,
                  bool progress_bar) {
   const DType want = parse_type(type_name);
-  check_output(out, {in});
+  check_output(out, {in}, /*model_siblings=*/true);
   ModelFiles files = ModelFiles::open(in);
   CACHET_CHECK(files.format == ModelFiles::Format::Gguf && files.gguf, in,
                ": not a GGUF file; use `cachet convert HF_DIR -o OUT.gguf --type T` first");

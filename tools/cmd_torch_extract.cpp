@@ -32,6 +32,7 @@ Register torch_extract_cmd{
                                 std::string(dtype_name(t.dtype)).c_str(), t.shape_str().c_str());
                   return 0;
                 }
+                check_output(a->out, {a->in});
                 convert_torch_checkpoint(a->in, a->key, a->out);
                 return 0;
               };

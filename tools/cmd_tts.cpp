@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -113,7 +114,10 @@ int run_tts(TtsArgs& a, bool has_prompt) {
   const bool has_file = !a.prompt_file.empty();
   check_output(a.out, {a.model, a.encodec, a.speaker, a.prompt_file, a.codes});
   if (!a.dump_codes.empty()) {
-    CACHET_CHECK(a.dump_codes != a.out, a.out, ": given both as -o and as --dump-codes");
+    std::error_code ec;
+    CACHET_CHECK(std::filesystem::weakly_canonical(a.dump_codes, ec) !=
+                     std::filesystem::weakly_canonical(a.out, ec),
+                 a.out, ": given both as -o and as --dump-codes");
     check_output(a.dump_codes, {a.model, a.encodec, a.speaker, a.prompt_file, a.codes, a.out});
   }
   if (!a.codes.empty()) {

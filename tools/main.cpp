@@ -1,4 +1,6 @@
 // cachet: command-line entry point.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -7,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "cachet/error.h"
@@ -37,41 +40,62 @@ void apply_threads(int n) {
   set_default_threads(n);
 }
 
-void check_output(const std::string& out, std::initializer_list<std::string> inputs) {
+void check_output(const std::string& out, std::initializer_list<std::string> inputs,
+                  bool model_siblings) {
   namespace fs = std::filesystem;
   CACHET_CHECK(!out.empty(), "the output path is empty");
   std::error_code ec;
   CACHET_CHECK(!fs::is_directory(out, ec), out, ": is a directory; name the output file");
-  if (!fs::exists(out, ec)) return;
+  struct stat os {};
+  if (::stat(out.c_str(), &os) != 0) return;  // a new file replaces nothing
+  const auto same = [&](const fs::path& p) {
+    struct stat ps {};
+    return ::stat(p.c_str(), &ps) == 0 && ps.st_dev == os.st_dev && ps.st_ino == os.st_ino;
+  };
   for (const std::string& in : inputs) {
     if (in.empty()) continue;
-    auto refuse_if_same = [&](const fs::path& p) {
-      std::error_code e;
-      if (fs::equivalent(p, out, e))
-        fail(out, ": is ",
-             p.string() == in ? "an input" : "a file of the input " + in + " (" + p.string() + ")",
-             "; write the output to another path");
+    const auto refuse = [&](const fs::path& p) {
+      fail(out, ": is ",
+           p.string() == in ? "an input" : "a file of the input " + in + " (" + p.string() + ")",
+           "; write the output to another path");
     };
     if (fs::is_directory(in, ec)) {
-      for (auto it = fs::recursive_directory_iterator(in, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-        refuse_if_same(it->path());
+      // Every file below it, through symlinked folders too (each folder once, 8 levels deep)
+      std::set<std::pair<dev_t, ino_t>> seen;
+      std::vector<std::pair<fs::path, int>> todo{{fs::path(in), 0}};
+      while (!todo.empty()) {
+        const auto [dir, depth] = todo.back();
+        todo.pop_back();
+        struct stat ds {};
+        if (::stat(dir.c_str(), &ds) != 0 || !seen.insert({ds.st_dev, ds.st_ino}).second) continue;
+        std::error_code e;
+        for (auto it =
+                 fs::directory_iterator(dir, fs::directory_options::skip_permission_denied, e);
+             !e && it != fs::directory_iterator(); it.increment(e)) {
+          if (same(it->path())) refuse(it->path());
+          std::error_code e2;
+          if (depth < 8 && fs::is_directory(it->path(), e2))
+            todo.push_back({it->path(), depth + 1});
+        }
+      }
       continue;
     }
-    refuse_if_same(in);
+    if (same(in)) refuse(in);
+    // An HF checkpoint file reads its config, index, shards and tokenizer beside it
     const std::string ext = fs::path(in).extension().string();
-    if (ext != ".safetensors" && ext != ".json") continue;
+    if (!model_siblings || (ext != ".safetensors" && ext != ".json")) continue;
     const fs::path dir = fs::path(in).has_parent_path() ? fs::path(in).parent_path() : ".";
     for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
          it.increment(ec)) {
       const std::string e = it->path().extension().string();
-      if (e == ".safetensors" || e == ".json" || e == ".model") refuse_if_same(it->path());
+      if ((e == ".safetensors" || e == ".json" || e == ".model") && same(it->path()))
+        refuse(it->path());
     }
   }
 }
 
 uint64_t seed_from(const std::string& text) {
-  if (text.empty()) {
+  if (text.empty() || text == "-1") {  // -1: from the clock, as llama.cpp takes it
     std::random_device rd;
     const auto now =
         static_cast<uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
@@ -83,7 +107,7 @@ uint64_t seed_from(const std::string& text) {
   CACHET_CHECK(ec != std::errc::result_out_of_range, "--seed ", text,
                ": larger than the largest seed, 18446744073709551615");
   CACHET_CHECK(ec == std::errc() && p == end, "--seed ", text,
-               ": give a whole number from 0 to 18446744073709551615");
+               ": give a whole number from 0 to 18446744073709551615 (or -1: from the clock)");
   return v;
 }
 

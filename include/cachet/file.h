@@ -15,7 +15,8 @@ std::string read_file(const std::string& path, std::string_view what = "file");
 // A file written whole or not at all. The bytes go to a temporary file beside the target, which
 // commit() syncs and renames over it; without commit() (an error on the way) the temporary is
 // removed and whatever was at the path before is untouched. The target:
-// - a symlink is followed: the file it points to is replaced, the link stays;
+// - a symlink is followed: the file it points to is replaced (or created), the link stays;
+//   one that leads through /proc (/dev/stdout), loops or cannot be read is written in place;
 // - an existing file keeps its permissions (a new one gets 0666 less the umask);
 // - an existing file that is not a regular file (/dev/null, a FIFO) is written in place,
 //   since renaming over it would replace the device;
@@ -39,7 +40,7 @@ class OutputFile {
   std::string target_;  // where the bytes end up (symlinks followed)
   std::string tmp_;     // empty when writing in place
   int fd_ = -1;
-  unsigned mode_ = 0;
+  int mode_ = -1;  // the permissions of the file replaced; -1: a new file
   bool done_ = false;
   std::vector<unsigned char> buf_;
 };

@@ -39,8 +39,9 @@ ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = 1;
   n_threads_ = n_threads;
   try {
+    threads_.reserve(static_cast<size_t>(n_threads_ - 1));
     for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this] { worker(); });
-  } catch (const std::system_error& e) {
+  } catch (const std::exception& e) {
     // The threads started so far are stopped and joined: a half-built pool is not left behind
     const int started = static_cast<int>(threads_.size()) + 1;
     stop_threads();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "cachet/error.h"
@@ -66,8 +67,12 @@ std::vector<float> mv_read_speaker_embedding(const std::string& path, int64_t di
          " values (e.g. [1, ", dim, "])");
   if (!t->contiguous()) fail(path, ": tensor 'spk_emb' is not contiguous");
   std::vector<float> v(static_cast<size_t>(dim));
-  if (t->dtype == DType::F64) {  // as the original saves it from numpy
-    for (int64_t i = 0; i < dim; ++i) v[i] = static_cast<float>(t->as<double>()[i]);
+  if (t->dtype == DType::F64) {          // as the original saves it from numpy
+    for (int64_t i = 0; i < dim; ++i) {  // the file gives no alignment: copied, not cast
+      double x;
+      std::memcpy(&x, t->bytes() + i * sizeof(double), sizeof x);
+      v[i] = static_cast<float>(x);
+    }
   } else {
     if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16)
       fail(path, ": tensor 'spk_emb' has type ", dtype_name(t->dtype),

@@ -24,9 +24,7 @@ std::string dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// A value quoted back in an error message, cut to a readable length (a request may send
-// megabytes where a word belongs)
-static std::string excerpt(const std::string& s) {
+std::string excerpt(const std::string& s) {
   constexpr size_t kMax = 40;
   if (s.size() <= kMax) return s;
   size_t n = kMax;

@@ -131,5 +131,8 @@ std::string sse_event(const json& j);
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 // JSON text with invalid UTF-8 replaced.
 std::string dump(const json& j);
+// A value quoted back in an error message, cut to 40 bytes of whole characters (a request may
+// send megabytes where a word belongs)
+std::string excerpt(const std::string& s);
 
 }  // namespace cachet::server

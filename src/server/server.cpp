@@ -209,9 +209,10 @@ void handle_generate(Context& c, const Request& req, Response& res, bool chat) {
   if (text_bytes / (4 * c.max_piece_bytes) >= static_cast<size_t>(ctx))
     throw ApiError(400,
                    "This model's maximum context length is " + std::to_string(ctx) +
-                       " tokens, but the prompt has " + std::to_string(text_bytes) +
-                       " bytes of text, far more than that many tokens. Please shorten the "
-                       "prompt.",
+                       " tokens; prompts of more than " +
+                       std::to_string(4 * c.max_piece_bytes * static_cast<size_t>(ctx)) +
+                       " bytes of text are refused without tokenizing them, and this one has " +
+                       std::to_string(text_bytes) + ". Please shorten the prompt.",
                    "invalid_request_error", chat ? "messages" : "prompt",
                    "context_length_exceeded");
   const PromptTokens p =
@@ -378,15 +379,16 @@ void handle_speech(Context& c, const Request& req, Response& res) {
                                   "sage",  "shimmer", "verse", "marin", "cedar"};
   if (std::find(std::begin(kVoices), std::end(kVoices), sr.voice) == std::end(kVoices))
     throw ApiError(400,
-                   "voice '" + sr.voice +
+                   "voice '" + excerpt(sr.voice) +
                        "' is not available: this server speaks with its model's default "
                        "speaker (use 'default' or any of OpenAI's voice names)",
                    "invalid_request_error", "voice", "unsupported_value");
   sr.response_format = str("response_format", false).value_or("wav");
   if (sr.response_format != "wav" && sr.response_format != "pcm")
-    throw ApiError(400,
-                   "response_format '" + sr.response_format + "' is not supported (use wav or pcm)",
-                   "invalid_request_error", "response_format", "unsupported_value");
+    throw ApiError(
+        400,
+        "response_format '" + excerpt(sr.response_format) + "' is not supported (use wav or pcm)",
+        "invalid_request_error", "response_format", "unsupported_value");
   if (auto it = body.find("speed"); it != body.end() && !it->is_null()) {
     if (!it->is_number())
       throw ApiError(400, "'speed' must be a number", "invalid_request_error", "speed",
@@ -534,6 +536,29 @@ void setup_routes(Context& c, httplib::Server& svr) {
     guarded(c, req, res, true, [&] {
       res.set_content(render_metrics(c), "text/plain; version=0.0.4; charset=utf-8");
     });
+  });
+
+  // Before any body is read: the HTTP layer holds only bodies with a Content-Length to
+  // --max-body-kb, so a chunked body (411) or a compressed one (415, whatever it inflates to)
+  // is turned away here, where it has cost nothing yet
+  svr.set_pre_routing_handler([](const Request& req, Response& res) {
+    const std::string te = req.get_header_value("Transfer-Encoding");
+    const std::string ce = req.get_header_value("Content-Encoding");
+    if (!te.empty() && te != "identity") {
+      send_error(res, ApiError(411,
+                               "send the request body with a Content-Length (Transfer-Encoding '" +
+                                   excerpt(te) + "' is not accepted)",
+                               "invalid_request_error", "", "length_required"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!ce.empty() && ce != "identity") {
+      send_error(res, ApiError(415,
+                               "send the request body uncompressed (Content-Encoding '" +
+                                   excerpt(ce) + "' is not accepted)",
+                               "invalid_request_error", "", "unsupported_encoding"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   });
 
   // A known path asked with another method: 405 with the methods it takes, not 404

@@ -311,6 +311,15 @@ def main():
                  "a file of the input", "output into the model directory")
     expect_error(cachet, ["tts", "-m", d, "-p", TEXT, "-o", out, "--speaker", voice],
                  "at most 300 s", "speaker audio too long")
+    # Outputs beside an input file are fine when they are not inputs: speaker-embed twice.
+    enc_dir = os.path.join(wd, "enc")
+    os.makedirs(enc_dir, exist_ok=True)
+    shutil.copy(os.path.join(d, "speaker_encoder.safetensors"), enc_dir)
+    again = os.path.join(enc_dir, "me.safetensors")
+    for i in range(2):
+        rc, _, err = run(cachet, ["speaker-embed", "-m", os.path.join(enc_dir,
+                                  "speaker_encoder.safetensors"), voice_wav, "-o", again])
+        check(rc == 0, f"speaker-embed beside its encoder, run {i + 1}: {err[-300:]}")
     empty_codes = os.path.join(wd, "empty_codes.json")
     with open(empty_codes, "w") as f:
         json.dump({"codes": [[]]}, f)

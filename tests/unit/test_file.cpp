@@ -1,4 +1,5 @@
 // cachet::OutputFile and read_file: what a write does to the path it is given.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -79,12 +80,52 @@ TEST_F(OutputFileTest, SymlinkIsFollowedAndKept) {
   EXPECT_EQ(entries(), 2u);
 }
 
+TEST_F(OutputFileTest, DanglingSymlinkGetsItsTarget) {
+  const std::string link = path("latest.bin");
+  fs::create_symlink("made.bin", link);
+  cachet::write_file(link, "new", 3);
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(contents(path("made.bin")), "new");
+}
+
+// /dev/stdout and /proc/self/fd/N name whatever a descriptor holds (here a deleted file, as
+// a test runner's captured output): written in place, the link never replaced.
+TEST_F(OutputFileTest, DescriptorLinksAreWrittenInPlace) {
+  const std::string p = path("held.bin");
+  put(p, "old contents");
+  const int fd = ::open(p.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  fs::remove(p);
+  const std::string via = "/proc/self/fd/" + std::to_string(fd);
+  cachet::write_file(via, "abc", 3);
+  char buf[16] = {};
+  EXPECT_EQ(::pread(fd, buf, sizeof buf, 0), 3);
+  EXPECT_EQ(std::string(buf), "abc");
+  ::close(fd);
+  EXPECT_EQ(entries(), 0u);
+}
+
+TEST_F(OutputFileTest, NewFilesTakeTheUmask) {
+  const mode_t old = ::umask(027);
+  cachet::write_file(path("new.bin"), "x", 1);
+  ::umask(old);
+  struct stat st {};
+  ASSERT_EQ(::stat(path("new.bin").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+}
+
 TEST_F(OutputFileTest, FifoIsWrittenInPlace) {
   const std::string p = path("out.fifo");
   ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
   std::string got;
   std::thread reader([&] { got = contents(p); });
-  cachet::write_file(p, "to the reader", 13);
+  try {
+    cachet::write_file(p, "to the reader", 13);
+  } catch (...) {
+    ::close(::open(p.c_str(), O_WRONLY));  // lets the reader's open return
+    reader.join();
+    throw;
+  }
   reader.join();
   EXPECT_EQ(got, "to the reader");
   struct stat st {};
