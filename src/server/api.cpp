@@ -17,7 +17,7 @@ json error_body(const std::string& message, const std::string& type, const std::
 }
 
 json error_body(const ApiError& e) {
-  return error_body(e.what(), e.type, e.param, e.code);
+  return error_body(e.message, e.type, e.param, e.code);
 }
 
 std::string dump(const json& j) {
@@ -77,6 +77,19 @@ int64_t get_int(const json& v, const std::string& param) {
   if (v.is_number_unsigned()) bad_value(param, "is too large");
   bad_type(param, "an integer");
 }
+
+}  // namespace
+
+uint64_t get_seed(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (const auto n = json_integer(v)) {
+    if (*n < 0) bad_value("seed", "must be a whole number from 0 to 18446744073709551615");
+    return static_cast<uint64_t>(*n);
+  }
+  bad_type("seed", "an integer");
+}
+
+namespace {
 
 bool get_bool(const json& v, const std::string& param) {
   if (!v.is_boolean()) bad_type(param, "a boolean");
@@ -236,7 +249,7 @@ GenRequest parse_gen_request(const json& body, bool chat, const RequestLimits& l
     r.sampling.frequency_penalty = static_cast<float>(
         in_range(get_number(*v, "frequency_penalty"), -2, 2, "frequency_penalty"));
   if (const json* v = field(body, "seed")) {
-    r.sampling.seed = static_cast<uint64_t>(get_int(*v, "seed"));
+    r.sampling.seed = get_seed(*v);
     r.has_seed = true;
   }
   if (const json* v = field(body, "n"); v && get_int(*v, "n") != 1)

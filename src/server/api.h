@@ -24,13 +24,19 @@ class ApiError : public std::runtime_error {
   ApiError(int status, std::string message, std::string type = "invalid_request_error",
            std::string param = "", std::string code = "")
       : std::runtime_error(message),
+        message(message),
         status(status),
         type(std::move(type)),
         param(std::move(param)),
         code(std::move(code)) {}
+  std::string message;  // whole: what() ends at the first NUL a client's value may hold
   int status;
   std::string type, param, code;
 };
+
+// A request's "seed": a whole number from 0 to 2^64 - 1 (an integral float too); anything else
+// is a 400 naming the parameter.
+uint64_t get_seed(const json& v);
 
 // {"error": {...}}; empty param / code become null.
 json error_body(const std::string& message, const std::string& type, const std::string& param,

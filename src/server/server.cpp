@@ -110,11 +110,12 @@ struct Context {
   Metrics metrics;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<SpeechBackend> speech;
-  std::mutex speech_mu;
+  std::timed_mutex speech_mu;
   std::atomic<int> streams{0};
   std::atomic<int> speech_waiting{0};
   std::atomic<int> inflight{0};
   std::atomic<bool> stopping{false};
+  std::atomic<bool> ending{false};  // the shutdown grace has run out: stop what still runs
   std::atomic<uint64_t> next_id{1};
   uint64_t id_salt = 0;
   Clock::time_point started = Clock::now();
@@ -398,10 +399,7 @@ void handle_speech(Context& c, const Request& req, Response& res) {
                      "unsupported_value");
   }
   if (auto it = body.find("seed"); it != body.end() && !it->is_null()) {
-    if (!it->is_number_integer())
-      throw ApiError(400, "'seed' must be an integer", "invalid_request_error", "seed",
-                     "invalid_type");
-    sr.seed = it->get<uint64_t>();
+    sr.seed = get_seed(*it);
   } else {
     std::random_device rd;
     sr.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -422,13 +420,45 @@ void handle_speech(Context& c, const Request& req, Response& res) {
   const auto t0 = Clock::now();
   const auto deadline =
       t0 + std::chrono::milliseconds(static_cast<int64_t>(c.opts.request_timeout_s * 1000));
+  // Why a request stops early: its client went away (499, counted as cancelled), its
+  // --timeout passed (504), or the server's shutdown grace ran out (503). Checked while it
+  // waits for the synthesizer too, so that requests nobody waits for do not hold places.
+  enum class Stop { None, Gone, Late, Ending };
+  Stop stop = Stop::None;
+  const auto should_stop = [&] {
+    if (peer_gone(fd))
+      stop = Stop::Gone;
+    else if (c.opts.request_timeout_s > 0 && Clock::now() > deadline)
+      stop = Stop::Late;
+    else if (c.ending.load())
+      stop = Stop::Ending;
+    return stop != Stop::None;
+  };
+  const auto stopped = [&] {
+    switch (stop) {
+      case Stop::Gone:
+        c.metrics.add("cachet_cancelled_total", "");
+        return ApiError(499, "the client closed the connection", "invalid_request_error", "",
+                        "cancelled");
+      case Stop::Late:
+        c.metrics.add("cachet_timeouts_total", "");
+        return ApiError(504, "the request ran out of time (--timeout)", "server_error", "",
+                        "timeout");
+      default:
+        return ApiError(503, "the server is shutting down", "server_error", "", "shutting_down");
+    }
+  };
   std::vector<float> samples;
   {
-    std::lock_guard<std::mutex> lock(c.speech_mu);
-    samples = c.speech->synthesize(sr, [&] {
-      return peer_gone(fd) || c.stopping.load() ||
-             (c.opts.request_timeout_s > 0 && Clock::now() > deadline);
-    });
+    std::unique_lock<std::timed_mutex> lock(c.speech_mu, std::defer_lock);
+    while (!lock.try_lock_for(std::chrono::milliseconds(50)))
+      if (should_stop()) throw stopped();
+    try {
+      samples = c.speech->synthesize(sr, should_stop);
+    } catch (const Error&) {
+      if (stop != Stop::None) throw stopped();
+      throw;
+    }
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   const int rate = c.speech->sample_rate();
@@ -714,8 +744,11 @@ int run_server(const ServerOptions& opts) {
     int sig = 0;
     if (sigwait(&sigs, &sig) != 0 || finished) return;
     std::fprintf(
-        stderr, "cachet serve: %s received, finishing %zu active and %zu queued requests\n",
-        sig == SIGTERM ? "SIGTERM" : "SIGINT", c.engine->active(), c.engine->queue_depth());
+        stderr,
+        "cachet serve: %s received, finishing %zu active and %zu queued requests and %d speech "
+        "requests\n",
+        sig == SIGTERM ? "SIGTERM" : "SIGINT", c.engine->active(), c.engine->queue_depth(),
+        c.speech_waiting.load());
     c.stopping = true;
     c.engine->stop_accepting();
     const auto grace = Clock::now() + std::chrono::milliseconds(
@@ -724,6 +757,7 @@ int run_server(const ServerOptions& opts) {
     while (busy() && Clock::now() < grace)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (busy()) {
+      c.ending = true;
       c.engine->end_all("the server is shutting down");
       const auto hard = Clock::now() + std::chrono::seconds(5);
       while (c.inflight.load() > 0 && Clock::now() < hard)

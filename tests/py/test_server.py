@@ -331,6 +331,36 @@ def speech_tests(cachet, wd):
             rc, out, err = node("web.mjs", env, 300)
             print(f"web.mjs with speech: {out.strip()[-500:]}", flush=True)
             check(rc == 0, f"web page speech test failed (rc {rc}): {out[-2000:]} {err[-2000:]}")
+        auth = {"Authorization": f"Bearer {KEY}"}
+
+        def speech(body):
+            status, _, data = s.request("POST", "/v1/audio/speech", json.dumps(body).encode(), auth)
+            try:
+                return status, json.loads(data).get("error", {})
+            except ValueError:
+                return status, {}
+
+        status, e = speech({"input": "hi", "seed": -1})
+        check(status == 400 and e.get("param") == "seed", f"speech seed -1: {status} {e}")
+        status, _ = speech({"input": "hi", "seed": 18446744073709551615})
+        check(status == 200, f"speech seed 2^64 - 1: {status}")
+        status, e = speech({"input": "hi", "voice": "alloy\u0000../../etc/passwd"})
+        check(status == 400 and "passwd" in e.get("message", ""),
+              f"an error message stops at a NUL: {e}")
+        status, _, data = s.request("POST", "/v1/completions", json.dumps(
+            {"prompt": "To be", "max_tokens": 2, "seed": 18446744073709551615}).encode(), auth)
+        check(status == 200, f"completion seed 2^64 - 1: {status} {data[:200]!r}")
+    finally:
+        s.stop()
+    # A speech request past --timeout: 504 'timeout', counted as a timeout.
+    s = Server(cachet, ["-t", "1", "--tts", mv_dir, "--quiet", "--timeout", "0.001"],
+               os.path.join(wd, "server-d.log"))
+    try:
+        status, _, data = s.request("POST", "/v1/audio/speech",
+                                    json.dumps({"input": "Hello there, a timeout."}).encode())
+        err = json.loads(data).get("error", {}) if data.startswith(b"{") else {}
+        check(status == 504 and err.get("code") == "timeout", f"speech timeout: {status} {err}")
+        check(metric(s, "cachet_timeouts_total") == 1, "the speech timeout is not counted")
     finally:
         s.stop()
 
