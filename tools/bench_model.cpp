@@ -187,6 +187,8 @@ void bench_tts_pipeline(MvStage1& stage1, double seconds, const std::vector<floa
   const MvStage1Args& a = stage1.args();
   const auto codec = EncodecDecoder::random(EncodecConfig{});
   const int64_t frames = static_cast<int64_t>(seconds * codec->config().frame_rate());
+  CACHET_CHECK(frames >= 1, "bench: --tts-seconds ", seconds, " is less than one audio frame (",
+               1.0 / codec->config().frame_rate(), " s)");
   const int prompt = 32;
   CACHET_CHECK(prompt + 2 * frames <= a.block_size, "bench: ", seconds,
                " s of audio do not fit stage 1's context of ", a.block_size, " tokens");

@@ -3,6 +3,7 @@
 // models (rows x cols).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -96,8 +97,9 @@ std::vector<DType> parse_types(const std::string& list) {
   while (std::getline(ss, name, ',')) {
     if (name.empty()) continue;
     const auto t = dtype_from_name(name);
-    CACHET_CHECK(t && is_weight_type(*t), "bench kernels: --types: unknown weight type '", name,
-                 "'");
+    CACHET_CHECK(t && is_weight_type(*t) && *t != DType::Q8_K && *t != DType::Q8_1,
+                 "bench kernels: --types: unknown or unsupported weight type '", name,
+                 "' (Q8_K and Q8_1 are activation formats)");
     out.push_back(*t);
   }
   CACHET_CHECK(!out.empty(), "bench kernels: --types: no type given");
@@ -340,6 +342,17 @@ const Register reg{Command{
         }
         CACHET_CHECK(!margs->model.empty() || !margs->random_name.empty(),
                      "bench: give -m MODEL, --random NAME, or the subcommand 'kernels'");
+        // Values that would measure nothing are errors, not silently replaced
+        CACHET_CHECK(sub->count("-p") == 0 || margs->prompt >= 1, "bench -p ", margs->prompt,
+                     ": give a prompt of at least one token");
+        CACHET_CHECK(margs->decode_steps >= 2, "bench --decode-steps ", margs->decode_steps,
+                     ": give at least 2 (a rate needs two timed steps)");
+        CACHET_CHECK(margs->long_context >= 0, "bench --long-context ", margs->long_context,
+                     ": give a context length, or 0 to skip the second figure");
+        CACHET_CHECK(std::isfinite(margs->tts_seconds) && margs->tts_seconds >= 0 &&
+                         margs->tts_seconds <= 3600,
+                     "bench --tts-seconds ", margs->tts_seconds,
+                     ": give seconds of audio from 0 (off) to 3600");
         margs->threads = *threads;
         apply_threads(*threads);
         (void)sub;

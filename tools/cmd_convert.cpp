@@ -4,9 +4,9 @@
 // tensors of a PyTorch checkpoint (under key) with their names, shapes and dtypes.
 //
 // Matrices (2-D tensors) are stored in the requested type; a matrix whose rows are not a whole
-// number of blocks falls back to Q8_0, then F16. Vectors, conv taps and the 3-D RG-LRU gates stay
-// F32. The HF config travels in "cachet.hf_config" and the tokenizer (when the directory has one)
-// in the keys described in include/cachet/tokenizer.h, so the GGUF file is self-contained.
+// number of blocks falls back to Q8_0, then F16. Vectors, conv taps, biases and the 3-D RG-LRU
+// gates stay F32. The HF config travels in "cachet.hf_config" and the tokenizer (when the directory
+// has one) in the keys described in include/cachet/tokenizer.h, so the GGUF file is self-contained.
 #include <unistd.h>
 
 #include <chrono>
@@ -60,8 +60,11 @@ DType parse_type(const std::string& s) {
   return *t;
 }
 
-DType target_type(const Tensor& t, DType want) {
+// Matrices take the type asked for; vectors, conv taps, the 3-D RG-LRU gates and every bias
+// (the RG-LRU gate biases are [heads, width] but added, not multiplied) stay F32.
+DType target_type(const std::string& name, const Tensor& t, DType want) {
   if (t.ndim() != 2 || t.cols() < 2 || t.rows() < 2) return DType::F32;
+  if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) return DType::F32;
   return matrix_type_for(want, t.cols());
 }
 
@@ -72,7 +75,7 @@ void add_converted_tensors(GgufWriter& w, const ModelFiles& files, DType want, T
     CACHET_CHECK(src.contiguous(), files.path, ": tensor '", name, "' is not contiguous");
     CACHET_CHECK(is_weight_type(src.dtype) || src.dtype == DType::F32, files.path, ": tensor '",
                  name, "' has type ", dtype_name(src.dtype), ", which cannot be converted");
-    const DType dst = target_type(src, want);
+    const DType dst = target_type(name, src, want);
     if (dst == src.dtype) {
       w.add_tensor(name, src);
       progress.add(src.nbytes);
@@ -110,7 +113,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 std::string matrix_types(const ModelFiles& files, DType want) {
   std::map<DType, int> fallback;
   for (const auto& [name, t] : files.tensors) {
-    const DType dst = target_type(t, want);
+    const DType dst = target_type(name, t, want);
     if (t.ndim() == 2 && dst != want && dst != DType::F32) ++fallback[dst];
   }
   std::string s(dtype_name(want));
@@ -226,7 +229,7 @@ int run_quantize(const std::string& in, const std::string& out, const std::strin
   // Quantized matrices stored again in another block type lose precision a second time
   std::map<DType, int> requantized;
   for (const auto& [name, t] : files.tensors) {
-    const DType dst = target_type(t, want);
+    const DType dst = target_type(name, t, want);
     if (dtype_info(t.dtype).quantized && dtype_info(dst).quantized && dst != t.dtype)
       ++requantized[t.dtype];
   }
@@ -290,7 +293,7 @@ const Register reg_random{{"random-model", "Write a random-weight model with rea
                              auto preset = std::make_shared<std::string>();
                              auto out = std::make_shared<std::string>();
                              auto type = std::make_shared<std::string>("Q4_K");
-                             auto seed = std::make_shared<uint64_t>(1234);
+                             auto seed = std::make_shared<std::string>("1234");
                              std::string names;
                              for (const auto& p : random_presets()) names += " " + p;
                              sub->add_option("preset", *preset, "One of:" + names)->required();
@@ -301,7 +304,7 @@ const Register reg_random{{"random-model", "Write a random-weight model with rea
                              return [=] {
                                apply_threads(*threads);
                                auto spec = random_model_spec(*preset, parse_type(*type));
-                               write_random_model(spec, *seed, *out, default_pool());
+                               write_random_model(spec, seed_from(*seed), *out, default_pool());
                                std::fprintf(stderr, "wrote %s\n", out->c_str());
                                return 0;
                              };

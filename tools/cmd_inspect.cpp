@@ -13,6 +13,7 @@
 #include "cachet/error.h"
 #include "cachet/gguf.h"
 #include "cachet/half.h"
+#include "cachet/metavoice_gpt.h"
 #include "cachet/model_files.h"
 #include "cachet/quant.h"
 #include "cachet/safetensors.h"
@@ -111,6 +112,10 @@ Listing list(const std::string& path) {
   l.path = path;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
+    CACHET_CHECK(!is_metavoice_dir(path), path,
+                 ": a MetaVoice directory holds several models; inspect its files one at a time "
+                 "(e.g. ",
+                 (fs::path(path) / "first_stage.safetensors").string(), ")");
     // Validate the whole directory first (config, shards, index) with the loader itself.
     auto m = ModelFiles::open(path);
     l.format = "Hugging Face directory";

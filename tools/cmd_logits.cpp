@@ -215,8 +215,12 @@ int run_logits(const LogitsArgs& a, int threads) {
   apply_threads(threads);
   const int64_t chunk = parse_mode(a.mode);
   if (is_metavoice_dir(a.model)) {
-    if (a.stage == 2) return run_metavoice_stage2(a, chunk);
+    if (a.stage == 2) {
+      if (!a.tokens.empty()) fail("--tokens: stage 2 reads its input from --in FILE.json");
+      return run_metavoice_stage2(a, chunk);
+    }
     if (a.stage != 1) fail("--stage: ", a.stage, " is not 1 or 2");
+    if (!a.input.empty()) fail("--in: stage 1 takes --tokens; --in is for --stage 2");
     const std::vector<int32_t> tokens = parse_tokens(a.tokens);
     if (tokens.empty()) fail("--tokens: the token list is empty");
     return run_metavoice_stage1(a, chunk, tokens);

@@ -28,13 +28,23 @@ asm(".section .rodata.cachet_default_model,\"a\",@progbits\n"
 
 namespace cachet::cli {
 
+namespace {
+std::string& made_path() {
+  static std::string path;
+  return path;
+}
+const std::string& path_if_made() {
+  return made_path();
+}
+}  // namespace
+
 std::string default_model_path() {
   // The loaders take paths: the bytes go once into an anonymous in-memory file, which stays
   // open for the life of the process.
   static std::once_flag once;
-  static std::string path;
+  std::string& path = made_path();
   static std::string error;
-  std::call_once(once, [] {
+  std::call_once(once, [&path] {
     const size_t size = static_cast<size_t>(cachet_default_model_end - cachet_default_model_begin);
     const int fd = ::memfd_create("default.gguf", MFD_CLOEXEC);
     if (fd < 0) {
@@ -60,6 +70,14 @@ std::string default_model_path() {
 
 std::string model_or_default(const std::string& model) {
   return model.empty() ? default_model_path() : model;
+}
+
+std::string name_default_model(std::string message) {
+  const std::string& p = path_if_made();
+  if (p.empty()) return message;
+  for (size_t at; (at = message.find(p)) != std::string::npos;)
+    message.replace(at, p.size(), "the embedded default model");
+  return message;
 }
 
 bool is_default_model(const std::string& path) {

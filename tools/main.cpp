@@ -15,6 +15,7 @@
 #include "cachet/error.h"
 #include "cachet/threadpool.h"
 #include "cli.h"
+#include "default_model.h"
 
 namespace cachet::cli {
 
@@ -134,13 +135,9 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, action] : actions)
       if (sub->parsed()) return action();
-  } catch (const cachet::Error& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "cachet: error: %s\n", e.what());
-    return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "cachet: error: %s\n", e.what());
+    std::fprintf(stderr, "cachet: error: %s\n", name_default_model(e.what()).c_str());
     return 1;
   }
   return 0;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "cachet/model_files.h"
 #include "cachet/tokenizer.h"
@@ -80,10 +81,12 @@ int64_t get_int(const json& v, const std::string& param) {
 
 }  // namespace
 
-uint64_t get_seed(const json& v) {
+std::optional<uint64_t> get_seed(const json& v) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (const auto n = json_integer(v)) {
-    if (*n < 0) bad_value("seed", "must be a whole number from 0 to 18446744073709551615");
+    if (*n == -1) return std::nullopt;  // -1: a random seed, as llama.cpp's server takes it
+    if (*n < 0)
+      bad_value("seed", "must be a whole number from 0 to 18446744073709551615 (or -1: random)");
     return static_cast<uint64_t>(*n);
   }
   bad_type("seed", "an integer");
@@ -249,8 +252,10 @@ GenRequest parse_gen_request(const json& body, bool chat, const RequestLimits& l
     r.sampling.frequency_penalty = static_cast<float>(
         in_range(get_number(*v, "frequency_penalty"), -2, 2, "frequency_penalty"));
   if (const json* v = field(body, "seed")) {
-    r.sampling.seed = get_seed(*v);
-    r.has_seed = true;
+    if (const auto seed = get_seed(*v)) {
+      r.sampling.seed = *seed;
+      r.has_seed = true;
+    }
   }
   if (const json* v = field(body, "n"); v && get_int(*v, "n") != 1)
     bad_value("n", "must be 1 (one choice per request is supported)");

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,9 +35,9 @@ class ApiError : public std::runtime_error {
   std::string type, param, code;
 };
 
-// A request's "seed": a whole number from 0 to 2^64 - 1 (an integral float too); anything else
-// is a 400 naming the parameter.
-uint64_t get_seed(const json& v);
+// A request's "seed": a whole number from 0 to 2^64 - 1 (an integral float too), or -1 for a
+// random one (nullopt); anything else is a 400 naming the parameter.
+std::optional<uint64_t> get_seed(const json& v);
 
 // {"error": {...}}; empty param / code become null.
 json error_body(const std::string& message, const std::string& type, const std::string& param,

@@ -398,8 +398,10 @@ void handle_speech(Context& c, const Request& req, Response& res) {
       throw ApiError(400, "'speed' other than 1 is not supported", "invalid_request_error", "speed",
                      "unsupported_value");
   }
-  if (auto it = body.find("seed"); it != body.end() && !it->is_null()) {
-    sr.seed = get_seed(*it);
+  std::optional<uint64_t> seed;
+  if (auto it = body.find("seed"); it != body.end() && !it->is_null()) seed = get_seed(*it);
+  if (seed) {
+    sr.seed = *seed;
   } else {
     std::random_device rd;
     sr.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();

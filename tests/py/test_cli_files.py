@@ -118,6 +118,14 @@ def main():
         R.check("convert onto a file in a symlinked folder of its input: refused",
                 rc != 0 and "a file of the input" in err and open(kept).read() == "{}", err)
         os.remove(os.path.join(hf, "linked"))
+        # Biases stay F32 whatever the matrices become (the RG-LRU gate biases are 2-D).
+        q40 = os.path.join(wd, "hf_q40.gguf")
+        rc, _, err = c("convert", hf, "-o", q40, "--type", "Q4_0", "-q")
+        rc2, out, err2 = c("inspect", q40)
+        biases = [l.split() for l in out.splitlines() if l.split() and
+                  l.split()[0].endswith("bias")]
+        R.check("convert Q4_0: biases stay F32", rc == 0 and rc2 == 0 and biases and
+                all(b[1] == "F32" for b in biases), f"{err} {err2} {biases[:3]}")
         # Q4_K needs rows of 256: the tiny model's matrices fall back, and the summary says so
         rc, _, err = c("convert", hf, "-o", os.path.join(wd, "hf_q4k.gguf"), "--type", "Q4_K", "-q")
         R.check("convert Q4_K: fallback named", rc == 0 and " in Q8_0: their rows are not whole "
@@ -154,6 +162,15 @@ def main():
                         ("12x", "whole number")):
         rc, _, err = c("run", "-p", "x", "-n", "1", "--seed", bad)
         R.check(f"--seed {bad}: refused", rc != 0 and needle in err, err)
+    rc, _, err = c("random-model", "recurrentgemma-tiny", "-o", os.path.join(wd, "r.gguf"),
+                   "--seed", "-5")
+    R.check("random-model --seed -5: refused", rc != 0 and "whole number" in err, err)
+    for args, needle in ((["--decode-steps", "1"], "--decode-steps"), (["-p", "0"], "-p 0"),
+                         (["--long-context", "-5"], "--long-context"),
+                         (["--tts-seconds", "nan"], "--tts-seconds")):
+        rc, _, err = c("bench", "--random", "recurrentgemma-tiny", "--type", "F32", "-t", "1",
+                       *args)
+        R.check(f"bench {' '.join(args)}: refused", rc != 0 and needle in err, err)
     rc, _, err = c("run", "-p", "x", "-n", "1", "-t", "100000")
     R.check("-t 100000: refused", rc != 0 and "at most" in err, err)
 

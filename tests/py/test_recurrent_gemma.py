@@ -291,8 +291,8 @@ def gguf_checks(res, cachet, workdir, quick, measured):
             if list(t.shape) != shape:
                 bad = f"{name}: shape {list(t.shape)} vs {shape}"
                 break
-            if len(shape) != 2:
-                # Vectors and the 3-D gates stay F32.
+            if len(shape) != 2 or name.endswith("bias"):
+                # Vectors, biases (the RG-LRU gate biases are 2-D) and the 3-D gates stay F32.
                 if ttype != "F32" or not torch.equal(t, weights[name].float()):
                     bad = f"{name}: expected exact F32, got {ttype}"
                     break

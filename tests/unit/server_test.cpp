@@ -68,7 +68,8 @@ TEST(ServerApi, CompletionDefaultsAndValues) {
   EXPECT_FALSE(r.has_seed);
 
   const auto s = parse_gen_request(
-      parse_body(R"({"prompt":["x"],"temperature":0.5,"top_p":0.9,"max_tokens":7,"seed":-3,
+      parse_body(
+          R"({"prompt":["x"],"temperature":0.5,"top_p":0.9,"max_tokens":7,"seed":18446744073709551615,
                     "stop":"END","presence_penalty":1.5,"frequency_penalty":-0.5,"n":1,
                     "stream":true,"stream_options":{"include_usage":true},"logprobs":null,
                     "user":"ignored","max_tokens_extra":{"x":1}})"),
@@ -78,7 +79,9 @@ TEST(ServerApi, CompletionDefaultsAndValues) {
   EXPECT_FLOAT_EQ(s.sampling.top_p, 0.9f);
   EXPECT_EQ(s.max_tokens, 7);
   EXPECT_TRUE(s.has_seed);
-  EXPECT_EQ(s.sampling.seed, static_cast<uint64_t>(int64_t{-3}));
+  EXPECT_EQ(s.sampling.seed, 18446744073709551615u);
+  // -1 asks for a random seed, as llama.cpp's server takes it
+  EXPECT_FALSE(parse_gen_request(parse_body(R"({"prompt":"x","seed":-1})"), false, {}).has_seed);
   EXPECT_EQ(s.stop, std::vector<std::string>{"END"});
   EXPECT_FLOAT_EQ(s.sampling.presence_penalty, 1.5f);
   EXPECT_FLOAT_EQ(s.sampling.frequency_penalty, -0.5f);
@@ -120,7 +123,7 @@ TEST(ServerApi, WrongTypesAndValuesNameTheParameter) {
       {R"({"prompt":"x","stop":[""]})", false, "stop", "invalid_value"},
       {R"({"prompt":"x","stop":{}})", false, "stop", "invalid_type"},
       {R"({"prompt":"x","seed":"1"})", false, "seed", "invalid_type"},
-      {R"({"prompt":"x","seed":18446744073709551615})", false, "seed", "invalid_value"},
+      {R"({"prompt":"x","seed":-3})", false, "seed", "invalid_value"},
       {R"({"prompt":"x","presence_penalty":3})", false, "presence_penalty", "invalid_value"},
       {R"({"prompt":"x","logprobs":3})", false, "logprobs", "invalid_value"},
       {R"({"prompt":"x","echo":true})", false, "echo", "invalid_value"},
