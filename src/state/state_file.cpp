@@ -350,7 +350,9 @@ void StateReader::expect_model(std::string_view arch, uint64_t fingerprint) cons
          "', this model '", arch, "')");
   if (fingerprint != fingerprint_)
     fail("state file ", path_, " was saved from a different model (fingerprint ",
-         hex64(fingerprint_), ", this model ", hex64(fingerprint), ")");
+         hex64(fingerprint_), ", this model ", hex64(fingerprint),
+         "; states saved by builds before fingerprints covered the weights' values do not load "
+         "either)");
 }
 
 bool StateReader::has(std::string_view name) const {
