@@ -29,12 +29,10 @@ asm(".section .rodata.cachet_default_model,\"a\",@progbits\n"
 namespace cachet::cli {
 
 namespace {
+// The in-memory file's path once default_model_path() has made it, else empty
 std::string& made_path() {
   static std::string path;
   return path;
-}
-const std::string& path_if_made() {
-  return made_path();
 }
 }  // namespace
 
@@ -73,7 +71,7 @@ std::string model_or_default(const std::string& model) {
 }
 
 std::string name_default_model(std::string message) {
-  const std::string& p = path_if_made();
+  const std::string& p = made_path();
   if (p.empty()) return message;
   for (size_t at; (at = message.find(p)) != std::string::npos;)
     message.replace(at, p.size(), "the embedded default model");
@@ -81,7 +79,7 @@ std::string name_default_model(std::string message) {
 }
 
 bool is_default_model(const std::string& path) {
-  return !path.empty() && path.rfind("/proc/self/fd/", 0) == 0 && path == default_model_path();
+  return !path.empty() && path == made_path();
 }
 
 }  // namespace cachet::cli

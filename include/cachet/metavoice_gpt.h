@@ -180,5 +180,9 @@ MvStage1Args mv_stage1_args(const std::string& dir);
 MvStage2Args mv_stage2_args(const std::string& dir);
 // spk_emb.safetensors ("spk_emb", any shape of `dim` elements, e.g. [1, 256]) as f32.
 std::vector<float> mv_read_speaker_embedding(const std::string& path, int64_t dim);
+// The dim values of a speaker-embedding tensor (F32, F16, BF16 or F64, finite), or an error
+// naming path and the tensor.
+std::vector<float> mv_speaker_values(const Tensor& t, const std::string& name,
+                                     const std::string& path, int64_t dim);
 
 }  // namespace cachet

@@ -74,22 +74,7 @@ std::vector<float> read_speaker_safetensors(const std::string& path, int64_t dim
   if (file->find("spk_emb") || file->tensors().size() != 1)
     return mv_read_speaker_embedding(path, dim);
   const Tensor& t = file->tensors().front();
-  CACHET_CHECK(t.numel() == dim, path, ": tensor '", t.name, "' has shape ", t.shape_str(),
-               ", expected ", dim, " values (e.g. [1, ", dim, "])");
-  CACHET_CHECK(t.contiguous(), path, ": tensor '", t.name, "' is not contiguous");
-  std::vector<float> v(static_cast<size_t>(dim));
-  if (t.dtype == DType::F64) {
-    for (int64_t i = 0; i < dim; ++i) v[i] = static_cast<float>(t.as<double>()[i]);
-  } else {
-    CACHET_CHECK(t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16, path,
-                 ": tensor '", t.name, "' has type ", dtype_name(t.dtype),
-                 "; a speaker embedding must be F32, F16, BF16 or F64");
-    dequantize_row(t.dtype, t.data, v.data(), dim);
-  }
-  for (size_t i = 0; i < v.size(); ++i)
-    CACHET_CHECK(std::isfinite(v[i]), path, ": tensor '", t.name, "' holds a non-finite value at ",
-                 i);
-  return v;
+  return mv_speaker_values(t, t.name, path, dim);
 }
 
 void check_codes(const std::vector<std::vector<int>>& codes, const EncodecConfig& cfg) {

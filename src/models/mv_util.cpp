@@ -8,6 +8,7 @@
 
 #include "cachet/error.h"
 #include "cachet/metavoice_gpt.h"
+#include "cachet/quant.h"
 #include "rg_weights.h"
 
 namespace cachet::models {
@@ -58,33 +59,35 @@ MvKvState& own_kv_state(State& s, const MvKvLayout& layout, const char* what) {
 
 namespace cachet {
 
+std::vector<float> mv_speaker_values(const Tensor& t, const std::string& name,
+                                     const std::string& path, int64_t dim) {
+  if (t.numel() != dim)
+    fail(path, ": tensor '", name, "' has shape ", t.shape_str(), ", expected ", dim,
+         " values (e.g. [1, ", dim, "])");
+  if (!t.contiguous()) fail(path, ": tensor '", name, "' is not contiguous");
+  std::vector<float> v(static_cast<size_t>(dim));
+  if (t.dtype == DType::F64) {           // as the original saves it from numpy
+    for (int64_t i = 0; i < dim; ++i) {  // the file gives no alignment: copied, not cast
+      double x;
+      std::memcpy(&x, t.bytes() + i * sizeof(double), sizeof x);
+      v[i] = static_cast<float>(x);
+    }
+  } else {
+    if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+      fail(path, ": tensor '", name, "' has type ", dtype_name(t.dtype),
+           "; a speaker embedding must be F32, F16, BF16 or F64");
+    dequantize_row(t.dtype, t.data, v.data(), dim);
+  }
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i])) fail(path, ": tensor '", name, "' holds a non-finite value at ", i);
+  return v;
+}
+
 std::vector<float> mv_read_speaker_embedding(const std::string& path, int64_t dim) {
   ModelFiles f = ModelFiles::open(path);
   const Tensor* t = f.find("spk_emb");
   if (!t) fail(path, ": missing tensor 'spk_emb'");
-  if (t->numel() != dim)
-    fail(path, ": tensor 'spk_emb' has shape ", t->shape_str(), ", expected ", dim,
-         " values (e.g. [1, ", dim, "])");
-  if (!t->contiguous()) fail(path, ": tensor 'spk_emb' is not contiguous");
-  std::vector<float> v(static_cast<size_t>(dim));
-  if (t->dtype == DType::F64) {          // as the original saves it from numpy
-    for (int64_t i = 0; i < dim; ++i) {  // the file gives no alignment: copied, not cast
-      double x;
-      std::memcpy(&x, t->bytes() + i * sizeof(double), sizeof x);
-      v[i] = static_cast<float>(x);
-    }
-  } else {
-    if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16)
-      fail(path, ": tensor 'spk_emb' has type ", dtype_name(t->dtype),
-           "; a speaker embedding must be F32, F16, BF16 or F64");
-    Tensor flat = *t;
-    flat.shape = {dim};
-    flat.strides = {1};
-    v = models::to_f32(flat);
-  }
-  for (size_t i = 0; i < v.size(); ++i)
-    if (!std::isfinite(v[i])) fail(path, ": tensor 'spk_emb' holds a non-finite value at ", i);
-  return v;
+  return mv_speaker_values(*t, "spk_emb", path, dim);
 }
 
 }  // namespace cachet

@@ -79,21 +79,6 @@ int64_t get_int(const json& v, const std::string& param) {
   bad_type(param, "an integer");
 }
 
-}  // namespace
-
-std::optional<uint64_t> get_seed(const json& v) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (const auto n = json_integer(v)) {
-    if (*n == -1) return std::nullopt;  // -1: a random seed, as llama.cpp's server takes it
-    if (*n < 0)
-      bad_value("seed", "must be a whole number from 0 to 18446744073709551615 (or -1: random)");
-    return static_cast<uint64_t>(*n);
-  }
-  bad_type("seed", "an integer");
-}
-
-namespace {
-
 bool get_bool(const json& v, const std::string& param) {
   if (!v.is_boolean()) bad_type(param, "a boolean");
   return v.get<bool>();
@@ -135,6 +120,17 @@ std::string content_text(const json& v, const std::string& param) {
 }
 
 }  // namespace
+
+std::optional<uint64_t> get_seed(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (const auto n = json_integer(v)) {
+    if (*n == -1) return std::nullopt;  // -1: a random seed, as llama.cpp's server takes it
+    if (*n < 0)
+      bad_value("seed", "must be a whole number from 0 to 18446744073709551615 (or -1: random)");
+    return static_cast<uint64_t>(*n);
+  }
+  bad_type("seed", "an integer");
+}
 
 GenRequest parse_gen_request(const json& body, bool chat, const RequestLimits& limits) {
   GenRequest r;

@@ -178,13 +178,6 @@ template <typename F>
 void guarded(Context& c, const Request& req, Response& res, bool auth, F&& f) {
   try {
     if (auth) check_auth(c, req);
-    // Bodies sent chunked or compressed are not held to the limit by the HTTP layer: checked
-    // here, on the decoded body, before anything reads it
-    if (req.body.size() > c.opts.max_body_bytes)
-      throw ApiError(413,
-                     "The request body is too large (" + std::to_string(req.body.size()) +
-                         " bytes; the limit is " + std::to_string(c.opts.max_body_bytes) + ")",
-                     "invalid_request_error", "", "request_too_large");
     f();
   } catch (const ApiError& e) {
     send_error(res, e);
