@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cachet/error.h"
@@ -244,106 +245,143 @@ float f8_e5m2_to_f32(uint8_t b) {
   return f16_to_f32(static_cast<uint16_t>(b) << 8);
 }
 
-// The tensor's elements as f32.
-std::vector<float> to_f32(const Tensor& t) {
+// Writes one tensor's values to stdout as JSON numbers, a buffer at a time, so that a tensor of
+// any size prints in bounded memory. Integers print exactly, F64 with 17 digits, the other
+// float types as their f32 value with 9; NaN and the infinities, which JSON has no numbers for,
+// as the strings "NaN", "Infinity" and "-Infinity" (protobuf's JSON mapping does the same).
+class ValueWriter {
+ public:
+  ~ValueWriter() { flush(); }
+  void sep() {
+    if (n_++) buf_ += ", ";
+    if (buf_.size() > (1u << 20)) flush();
+  }
+  void f64(double v, int digits) {
+    sep();
+    if (std::isnan(v)) {
+      buf_ += "\"NaN\"";
+    } else if (std::isinf(v)) {
+      buf_ += v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+    } else if (v == 0.0 && std::signbit(v)) {
+      buf_ += "-0.0";  // "-0" would read back as the integer 0
+    } else {
+      char b[40];
+      std::snprintf(b, sizeof b, "%.*g", digits, v);
+      buf_ += b;
+    }
+  }
+  void f32(float v) { f64(static_cast<double>(v), 9); }
+  void i64(int64_t v) {
+    sep();
+    buf_ += std::to_string(v);
+  }
+  void u64(uint64_t v) {
+    sep();
+    buf_ += std::to_string(v);
+  }
+  void raw(const std::string& s) { buf_ += s; }
+  void flush() {
+    if (!buf_.empty()) std::fwrite(buf_.data(), 1, buf_.size(), stdout);
+    buf_.clear();
+  }
+
+ private:
+  std::string buf_;
+  size_t n_ = 0;
+};
+
+void write_values(const Tensor& t, ValueWriter& w) {
   const int64_t n = t.numel();
-  std::vector<float> out(static_cast<size_t>(n));
   const uint8_t* p = t.bytes();
-  auto each = [&](auto load, size_t es) {
-    for (int64_t i = 0; i < n; ++i) out[i] = load(p + static_cast<size_t>(i) * es);
+  auto each = [&](size_t es, auto put) {
+    for (int64_t i = 0; i < n; ++i) put(p + static_cast<size_t>(i) * es);
   };
   auto rd = [](const uint8_t* q, auto zero) {
     decltype(zero) v;
     std::memcpy(&v, q, sizeof v);
     return v;
   };
+  auto as_int = [&](auto zero) {
+    each(sizeof zero, [&](const uint8_t* q) {
+      const auto v = rd(q, zero);
+      if constexpr (std::is_same_v<decltype(zero), uint64_t>)
+        w.u64(v);
+      else
+        w.i64(static_cast<int64_t>(v));
+    });
+  };
   switch (t.dtype) {
     case DType::F32:
-      each([&](const uint8_t* q) { return rd(q, 0.0f); }, 4);
+      each(4, [&](const uint8_t* q) { w.f32(rd(q, 0.0f)); });
       break;
     case DType::F64:
-      each([&](const uint8_t* q) { return static_cast<float>(rd(q, 0.0)); }, 8);
+      each(8, [&](const uint8_t* q) { w.f64(rd(q, 0.0), 17); });
       break;
     case DType::F16:
-      each([&](const uint8_t* q) { return f16_to_f32(rd(q, uint16_t{})); }, 2);
+      each(2, [&](const uint8_t* q) { w.f32(f16_to_f32(rd(q, uint16_t{}))); });
       break;
     case DType::BF16:
-      each([&](const uint8_t* q) { return bf16_to_f32(rd(q, uint16_t{})); }, 2);
+      each(2, [&](const uint8_t* q) { w.f32(bf16_to_f32(rd(q, uint16_t{}))); });
+      break;
+    case DType::F8_E4M3:
+      each(1, [&](const uint8_t* q) { w.f32(f8_e4m3_to_f32(*q)); });
+      break;
+    case DType::F8_E5M2:
+      each(1, [&](const uint8_t* q) { w.f32(f8_e5m2_to_f32(*q)); });
       break;
     case DType::I8:
-      each([&](const uint8_t* q) { return static_cast<float>(rd(q, int8_t{})); }, 1);
+      as_int(int8_t{});
       break;
     case DType::I16:
-      each([&](const uint8_t* q) { return static_cast<float>(rd(q, int16_t{})); }, 2);
+      as_int(int16_t{});
       break;
     case DType::I32:
-      each([&](const uint8_t* q) { return static_cast<float>(rd(q, int32_t{})); }, 4);
+      as_int(int32_t{});
       break;
     case DType::I64:
-      each([&](const uint8_t* q) { return static_cast<float>(rd(q, int64_t{})); }, 8);
+      as_int(int64_t{});
       break;
     case DType::BOOL:
     case DType::U8:
-      each([&](const uint8_t* q) { return static_cast<float>(*q); }, 1);
+      as_int(uint8_t{});
       break;
     case DType::U16:
-      each([&](const uint8_t* q) { return static_cast<float>(rd(q, uint16_t{})); }, 2);
+      as_int(uint16_t{});
       break;
     case DType::U32:
-      each([&](const uint8_t* q) { return static_cast<float>(rd(q, uint32_t{})); }, 4);
+      as_int(uint32_t{});
       break;
     case DType::U64:
-      each([&](const uint8_t* q) { return static_cast<float>(rd(q, uint64_t{})); }, 8);
+      as_int(uint64_t{});
       break;
-    case DType::F8_E4M3:
-      each([&](const uint8_t* q) { return f8_e4m3_to_f32(*q); }, 1);
-      break;
-    case DType::F8_E5M2:
-      each([&](const uint8_t* q) { return f8_e5m2_to_f32(*q); }, 1);
-      break;
-    default: {
+    default: {  // block formats: a row at a time
       const int64_t cols = t.cols(), rows = t.rows();
-      for (int64_t r = 0; r < rows; ++r)
-        dequantize_row(t.dtype, t.row(r), out.data() + r * cols, cols);
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(t.dtype, t.row(r), row.data(), cols);
+        for (float v : row) w.f32(v);
+      }
     }
-  }
-  return out;
-}
-
-void print_float(std::string& out, float v) {
-  if (std::isnan(v)) {
-    out += "NaN";
-  } else if (std::isinf(v)) {
-    out += v > 0 ? "Infinity" : "-Infinity";
-  } else if (v == 0.0f && std::signbit(v)) {
-    out += "-0.0";  // "-0" would read back as the integer 0
-  } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
-    out += buf;
   }
 }
 
 int print_tensor(const Args& a) {
   auto m = ModelFiles::open(a.path);
   const Tensor& t = m.get(a.tensor);
-  std::string out = "{\"name\": " + nlohmann::json(t.name).dump() + ", \"type\": \"" +
-                    std::string(dtype_name(t.dtype)) +
-                    "\", \"shape\": " + nlohmann::json(t.shape).dump();
+  ValueWriter w;
+  w.raw("{\"name\": " + nlohmann::json(t.name).dump() + ", \"type\": \"" +
+        std::string(dtype_name(t.dtype)) + "\", \"shape\": " + nlohmann::json(t.shape).dump());
   if (a.values) {
-    const auto v = to_f32(t);
-    out += ", \"values\": [";
-    out.reserve(out.size() + v.size() * 16);
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i) out += ", ";
-      print_float(out, v[i]);
-    }
-    out += "]";
+    w.raw(", \"values\": [");
+    write_values(t, w);
+    w.raw("]");
   } else {
-    out += ", \"bytes\": " + std::to_string(t.nbytes);
+    w.raw(", \"bytes\": " + std::to_string(t.nbytes));
   }
-  out += "}\n";
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  w.raw("}\n");
+  w.flush();
+  CACHET_CHECK(std::fflush(stdout) == 0 && !std::ferror(stdout),
+               "inspect: could not write the values to standard output");
   return 0;
 }
 
@@ -353,18 +391,19 @@ int run(const Args& a) {
   return print_listing(list(a.path), a.json);
 }
 
-static Register reg{{"inspect", "Show the metadata and tensors of a GGUF, safetensors or HF model",
-                     [](CLI::App* sub) -> std::function<int()> {
-                       auto a = std::make_shared<Args>();
-                       sub->add_option("path", a->path,
-                                       "GGUF file, .safetensors file or model directory")
-                           ->required();
-                       sub->add_option("--tensor", a->tensor, "Show only this tensor");
-                       sub->add_flag("--values", a->values,
-                                     "With --tensor: print its values (as f32) in one JSON object");
-                       sub->add_flag("--json", a->json, "Print the listing as JSON");
-                       return [a] { return run(*a); };
-                     }}};
+static Register reg{
+    {"inspect", "Show the metadata and tensors of a GGUF, safetensors or HF model",
+     [](CLI::App* sub) -> std::function<int()> {
+       auto a = std::make_shared<Args>();
+       sub->add_option("path", a->path, "GGUF file, .safetensors file or model directory")
+           ->required();
+       sub->add_option("--tensor", a->tensor, "Show only this tensor");
+       sub->add_flag("--values", a->values,
+                     "With --tensor: print its values in one JSON object (integers exactly, floats "
+                     "as f32 or f64; NaN and infinities as strings)");
+       sub->add_flag("--json", a->json, "Print the listing as JSON");
+       return [a] { return run(*a); };
+     }}};
 
 }  // namespace
 }  // namespace cachet::cli

@@ -88,13 +88,20 @@ def values(cachet, path, name):
     if r.returncode != 0:
         check(False, f"inspect --values {name} failed: {r.stderr.strip()}")
         return None
-    obj = json.loads(r.stdout)
+
+    def no_bare_constant(c):
+        raise ValueError(f"bare {c} is not JSON")
+
+    # Strict JSON: NaN and the infinities come as strings, never as bare tokens
+    obj = json.loads(r.stdout, parse_constant=no_bare_constant)
     check(obj["name"] == name, f"{name}: name in output")
     return obj
 
 
 def same_f32(got, want, what):
-    g = np.array(got, dtype=np.float64).astype(np.float32)
+    named = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
+    g = np.array([named[v] if isinstance(v, str) else v for v in got],
+                 dtype=np.float64).astype(np.float32)
     w = np.asarray(want, dtype=np.float32).reshape(-1)
     ok = g.shape == w.shape and np.array_equal(g.view(np.uint32), w.view(np.uint32))
     if not ok and g.shape == w.shape:
@@ -122,16 +129,20 @@ def main():
     f16 = rng.standard_normal((4, 2)).astype(np.float16)
     bf16 = torch.randn(2, 3, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
     bf16_bits = bf16.view(torch.int16).numpy().astype("<i2")
-    i32 = np.array([[-5, 7, 2**24]], dtype="<i4")
+    i32 = np.array([[-5, 7, 2**24 + 1]], dtype="<i4")  # 2**24 + 1 has no f32
     u8 = np.array([0, 255, 3], dtype=np.uint8)
-    f64 = np.array([0.1, -2.5], dtype="<f8")
+    f64 = np.array([0.1, -2.5, 1 + 2**-40], dtype="<f8")  # 1 + 2**-40 has no f32
+    i64 = np.array([2**62 + 1, -(2**62) - 3], dtype="<i8")
+    u64 = np.array([2**64 - 1], dtype="<u8")
     st = os.path.join(a.workdir, "model.safetensors")
     write_safetensors(st, [("f32", "F32", f32.shape, f32.tobytes()),
                            ("f16", "F16", f16.shape, f16.tobytes()),
                            ("bf16", "BF16", tuple(bf16.shape), bf16_bits.tobytes()),
                            ("i32", "I32", i32.shape, i32.tobytes()),
                            ("u8", "U8", u8.shape, u8.tobytes()),
-                           ("f64", "F64", f64.shape, f64.tobytes())],
+                           ("f64", "F64", f64.shape, f64.tobytes()),
+                           ("i64", "I64", i64.shape, i64.tobytes()),
+                           ("u64", "U64", u64.shape, u64.tobytes())],
                       metadata={"format": "pt"})
     o = values(cachet, st, "f32")
     if o:
@@ -145,19 +156,23 @@ def main():
         same_f32(o["values"], bf16.float().numpy(), "safetensors BF16")
     o = values(cachet, st, "i32")
     if o:
-        same_f32(o["values"], i32.astype(np.float32), "safetensors I32")
+        check(o["values"] == i32.reshape(-1).tolist(), f"safetensors I32 exact: {o['values']}")
     o = values(cachet, st, "u8")
     if o:
         same_f32(o["values"], u8.astype(np.float32), "safetensors U8")
     o = values(cachet, st, "f64")
     if o:
-        same_f32(o["values"], f64.astype(np.float32), "safetensors F64")
+        check(o["values"] == f64.tolist(), f"safetensors F64 exact: {o['values']}")
+    for name, arr in (("i64", i64), ("u64", u64)):
+        o = values(cachet, st, name)
+        if o:
+            check(o["values"] == arr.tolist(), f"safetensors {name.upper()} exact: {o['values']}")
     r = run(cachet, "inspect", st, "--json")
     check(r.returncode == 0, f"inspect --json safetensors: {r.stderr.strip()}")
     if r.returncode == 0:
         j = json.loads(r.stdout)
         check(j["metadata"] == {"format": "pt"}, "safetensors metadata")
-        check([t["name"] for t in j["tensors"]] == ["f32", "f16", "bf16", "i32", "u8", "f64"],
+        check([t["name"] for t in j["tensors"]] == ["f32", "f16", "bf16", "i32", "u8", "f64", "i64", "u64"],
               "safetensors tensor order")
         check(j["tensors"][1]["offset"] == 60 and j["tensors"][1]["bytes"] == 16,
               "safetensors offsets")
