@@ -353,6 +353,9 @@ const Register reg{Command{
                          margs->tts_seconds <= 3600,
                      "bench --tts-seconds ", margs->tts_seconds,
                      ": give seconds of audio from 0 (off) to 3600");
+        CACHET_CHECK(sub->count("--type") == 0 || margs->model.empty(),
+                     "bench --type: applies to --random models; a model file keeps the types it "
+                     "was written in (cachet quantize writes another)");
         margs->threads = *threads;
         apply_threads(*threads);
         (void)sub;

@@ -171,6 +171,16 @@ def main():
         rc, _, err = c("bench", "--random", "recurrentgemma-tiny", "--type", "F32", "-t", "1",
                        *args)
         R.check(f"bench {' '.join(args)}: refused", rc != 0 and needle in err, err)
+    # Options that a model of this kind would ignore are refused, not dropped
+    rc, _, err = c("bench", "--random", "recurrentgemma-tiny", "--type", "F32", "-t", "1",
+                   "--tts-seconds", "2")
+    R.check("bench --tts-seconds on a text model: refused",
+            rc != 0 and "only MetaVoice" in err, err)
+    tiny = os.path.join(wd, "bench_tiny.gguf")
+    rc, _, err = c("random-model", "recurrentgemma-tiny", "--type", "F32", "-o", tiny)
+    R.check("random-model for bench", rc == 0, err)
+    rc, _, err = c("bench", "-m", tiny, "--type", "Q8_0", "-t", "1")
+    R.check("bench -m FILE --type: refused", rc != 0 and "--type: applies to --random" in err, err)
     rc, _, err = c("run", "-p", "x", "-n", "1", "-t", "100000")
     R.check("-t 100000: refused", rc != 0 and "at most" in err, err)
 
