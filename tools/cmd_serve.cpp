@@ -23,6 +23,9 @@ Register serve_cmd{Command{
           ->capture_default_str();
       sub->add_option("--api-key", o->api_key,
                       "Require 'Authorization: Bearer KEY' on /v1/* and /metrics");
+      sub->add_option("--cors", o->cors_origin,
+                      "Let pages from this origin (e.g. https://app.example, or *) call the API "
+                      "from a browser: CORS headers and answers to OPTIONS preflights");
       sub->add_option("--parallel", o->parallel, "Requests decoded together")
           ->capture_default_str();
       sub->add_option("--ctx", o->ctx, "Positions per request (prompt + generated tokens)")

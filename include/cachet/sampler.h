@@ -2,10 +2,13 @@
 // penalties, with a seeded generator of our own so a seed gives the same tokens everywhere.
 //
 // Order of operations on the logits of one step:
-//   1. penalties over the tokens seen in the last repeat_last_n accepted tokens:
-//      repetition (llama.cpp / HF semantics: a positive logit is divided by the penalty, a
-//      negative one multiplied), presence (minus presence_penalty once per seen token),
-//      frequency (minus frequency_penalty times the token's count);
+//   0. logit_bias: each listed token's bias added to its logit (OpenAI's `logit_bias`; -inf
+//      bans the token);
+//   1. penalties over the last repeat_last_n accepted tokens: repetition over all of them
+//      (llama.cpp / HF semantics: a positive logit is divided by the penalty, a negative one
+//      multiplied); presence (minus presence_penalty once per token) and frequency (minus
+//      frequency_penalty times the token's count) over those accepted as counted for them
+//      (accept's `presence`; OpenAI's server counts the generated tokens only);
 //   2. temperature 0: the highest logit (lowest id on ties), nothing else applies;
 //   3. logits divided by the temperature;
 //   4. top-k: the k highest logits (k = 0: all);
@@ -17,6 +20,7 @@
 #include <deque>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace cachet {
@@ -30,6 +34,7 @@ struct SamplingParams {
   int32_t repeat_last_n = 64;   // tokens the penalties look back on; -1: all, 0: none
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token, bias); bias finite or -inf
   uint64_t seed = 0;
 
   // Throws cachet::Error naming the parameter, its value and the allowed range.
@@ -61,9 +66,12 @@ class Sampler {
 
   // Draws the next token from logits (one per vocabulary entry). Does not accept it.
   int32_t sample(std::span<const float> logits);
-  // Records tokens of the sequence (prompt and generated) for the penalties.
-  void accept(int32_t token);
-  void accept(std::span<const int32_t> tokens);
+  // Records tokens of the sequence (prompt and generated) for the penalties. The repetition
+  // penalty counts every recorded token in the window; presence and frequency those recorded
+  // with presence = true (the CLI counts the prompt, as llama.cpp does; the server only what
+  // it generated, as OpenAI's API defines them).
+  void accept(int32_t token, bool presence = true);
+  void accept(std::span<const int32_t> tokens, bool presence = true);
   // Clears the history and restarts the generator from the seed.
   void reset();
 
@@ -74,8 +82,9 @@ class Sampler {
  private:
   SamplingParams params_;
   Rng rng_;
-  std::deque<int32_t> recent_;
-  std::unordered_map<int32_t, int32_t> counts_;  // occurrences within recent_
+  std::deque<std::pair<int32_t, bool>> recent_;   // (token, counted for presence/frequency)
+  std::unordered_map<int32_t, int32_t> counts_;   // occurrences within recent_
+  std::unordered_map<int32_t, int32_t> counted_;  // those counted for presence/frequency
 };
 
 }  // namespace cachet

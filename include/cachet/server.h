@@ -26,6 +26,8 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                   // 0: any free port (the chosen one is printed)
   std::string api_key;               // "": no authentication
+  std::string cors_origin;           // "": no CORS headers; "*" or one origin that browsers may
+                                     // call the API from
   int parallel = 4;                  // requests decoded together
   int64_t ctx = 4096;                // positions per request: prompt + generated tokens
   size_t queue_size = 64;            // requests waiting for a slot

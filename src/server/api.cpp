@@ -1,5 +1,6 @@
 #include "server/api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -114,6 +115,7 @@ std::string content_text(const json& v, const std::string& param) {
                      "invalid_request_error", p + ".type", "unsupported_value");
     const json* text = field(part, "text");
     if (!text) bad_value(p + ".text", "is required");
+    if (i > 0) out += '\n';  // parts are lines of one text, as llama.cpp and vLLM join them
     out += get_string(*text, p + ".text");
   }
   return out;
@@ -236,10 +238,13 @@ GenRequest parse_gen_request(const json& body, bool chat, const RequestLimits& l
   }
   if (const json* v = field(body, "min_p"))
     r.sampling.min_p = static_cast<float>(in_range(get_number(*v, "min_p"), 0, 1, "min_p"));
-  if (const json* v = field(body, "repetition_penalty")) {
-    const double rp = get_number(*v, "repetition_penalty");
-    if (!(rp > 0 && rp <= 100)) bad_value("repetition_penalty", "must be in (0, 100]");
-    r.sampling.repeat_penalty = static_cast<float>(rp);
+  // (repeat_penalty: llama.cpp's name for it)
+  for (const char* name : {"repetition_penalty", "repeat_penalty"}) {
+    if (const json* v = field(body, name)) {
+      const double rp = get_number(*v, name);
+      if (!(rp > 0 && rp <= 100)) bad_value(name, "must be in (0, 100]");
+      r.sampling.repeat_penalty = static_cast<float>(rp);
+    }
   }
   if (const json* v = field(body, "presence_penalty"))
     r.sampling.presence_penalty =
@@ -255,10 +260,77 @@ GenRequest parse_gen_request(const json& body, bool chat, const RequestLimits& l
   }
   if (const json* v = field(body, "n"); v && get_int(*v, "n") != 1)
     bad_value("n", "must be 1 (one choice per request is supported)");
+  // logprobs: a boolean in chat; in completions an integer, whose 0 still asks for the
+  // sampled token's log probability
   if (const json* v = field(body, "logprobs")) {
-    const bool on = v->is_boolean() ? v->get<bool>() : (get_int(*v, "logprobs") > 0);
+    const bool on = v->is_boolean() ? v->get<bool>() : (get_int(*v, "logprobs"), true);
     if (on) bad_value("logprobs", "is not supported");
   }
+  if (const json* v = field(body, "logit_bias")) {
+    if (!v->is_object()) bad_type("logit_bias", "an object mapping token ids to biases");
+    if (v->size() > 300) bad_value("logit_bias", "may hold at most 300 tokens");
+    for (const auto& [key, bias] : v->items()) {
+      const std::string p = "logit_bias." + excerpt(key);
+      int64_t id = -1;
+      const bool digits =
+          !key.empty() && key.size() <= 10 &&
+          std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      if (digits) id = std::stoll(key);
+      if (id < 0 || id > std::numeric_limits<int32_t>::max())
+        bad_value("logit_bias",
+                  "keys must be token ids (whole numbers as strings), not '" + excerpt(key) + "'");
+      const double b = in_range(get_number(bias, p), -100, 100, p);
+      r.sampling.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+    }
+  }
+
+  // Fields that would change the output and that this server does not implement are refused
+  // rather than ignored (the others unknown to it are ignored)
+  auto refuse = [&](const char* name, const std::string& why) {
+    throw ApiError(400, "'" + std::string(name) + "' " + why, "invalid_request_error", name,
+                   "unsupported_parameter");
+  };
+  if (const json* v = field(body, "response_format")) {
+    if (!v->is_object()) bad_type("response_format", "an object");
+    const json* t = field(*v, "type");
+    if (!t || get_string(*t, "response_format.type") != "text")
+      refuse("response_format", "is not supported beyond {\"type\": \"text\"}");
+  }
+  // Tools and the older functions: accepted only when none are given or none may be called
+  for (const char* list : {"tools", "functions"})
+    if (const json* v = field(body, list); v && !(v->is_array() && v->empty()))
+      refuse(list, "is not supported (no tool or function calls)");
+  for (const char* choice : {"tool_choice", "function_call"}) {
+    const json* v = field(body, choice);
+    const bool harmless =
+        !v ||
+        (v->is_string() && (v->get<std::string>() == "none" || v->get<std::string>() == "auto"));
+    if (!harmless) refuse(choice, "is not supported (no tool or function calls)");
+  }
+  if (const json* v = field(body, "modalities")) {
+    if (!v->is_array()) bad_type("modalities", "an array");
+    for (const auto& m : *v)
+      if (!m.is_string() || m.get<std::string>() != "text")
+        refuse("modalities", "is not supported beyond [\"text\"]");
+  }
+  if (field(body, "audio")) refuse("audio", "output is not supported by this endpoint");
+  if (field(body, "prediction")) refuse("prediction", "is not supported");
+  // llama.cpp's own sampling fields: refused unless they ask for what happens anyway
+  for (const char* name :
+       {"grammar", "json_schema", "n_probs", "dry_multiplier", "xtc_probability"}) {
+    const json* v = field(body, name);
+    const bool off =
+        v && ((v->is_string() && v->get<std::string>().empty()) ||
+              (v->is_number() && v->get<double>() == 0) || (v->is_object() && v->empty()));
+    if (v && !off) refuse(name, "is not supported");
+  }
+  if (const json* v = field(body, "mirostat"); v && get_int(*v, "mirostat") != 0)
+    refuse("mirostat", "is not supported");
+  if (const json* v = field(body, "typical_p"); v && get_number(*v, "typical_p") != 1)
+    refuse("typical_p", "is not supported");
+  if (const json* v = field(body, "ignore_eos"); v && get_bool(*v, "ignore_eos"))
+    refuse("ignore_eos", "is not supported");
+  if (field(body, "n_predict")) refuse("n_predict", "is llama.cpp's name: use max_tokens");
   if (const json* v = field(body, "top_logprobs"); v && get_int(*v, "top_logprobs") > 0)
     bad_value("top_logprobs", "is not supported");
 

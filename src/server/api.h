@@ -76,7 +76,9 @@ struct GenRequest {
 };
 
 // Validates and reads a /v1/completions (chat = false) or /v1/chat/completions body. Wrong
-// types and values are ApiErrors (400) naming the parameter. Unknown fields are ignored.
+// types and values are ApiErrors (400) naming the parameter. Fields that would change the
+// output and are not implemented (tools, response_format beyond text, logprobs, n > 1, echo,
+// llama.cpp's grammar and mirostat, ...) are refused; other unknown fields are ignored.
 GenRequest parse_gen_request(const json& body, bool chat, const RequestLimits& limits);
 
 struct PromptTokens {

@@ -183,7 +183,9 @@ void Engine::start(Slot& s) {
       s.snap_at.insert(cand[i]);
   }
   s.sampler.emplace(j.sampling);
-  s.sampler->accept(j.prompt);
+  // The prompt counts for the repetition penalty, not for presence and frequency: OpenAI's
+  // API defines those over the tokens sampled so far
+  s.sampler->accept(j.prompt, false);
   s.dec.emplace(tok_);
   s.stop.emplace(j.stop);
   s.phase = s.cursor == n ? Slot::Phase::Decode : Slot::Phase::Prefill;

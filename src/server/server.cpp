@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string_view>
 #include <thread>
 
 #include "cachet/error.h"
@@ -234,6 +235,12 @@ void handle_generate(Context& c, const Request& req, Response& res, bool chat) {
   } catch (const Error& e) {
     throw ApiError(400, e.what(), "invalid_request_error", "", "invalid_value");
   }
+  for (const auto& [id, bias] : job->sampling.logit_bias)
+    if (id >= c.vocab)
+      throw ApiError(400,
+                     "'logit_bias' names token " + std::to_string(id) +
+                         ", outside the model's vocabulary of " + std::to_string(c.vocab),
+                     "invalid_request_error", "logit_bias", "invalid_value");
   job->max_tokens = std::min(g.max_tokens > 0 ? g.max_tokens : c.opts.default_max_tokens, ctx - n);
   job->stop = g.stop;
   job->stop.insert(job->stop.end(), p.stop.begin(), p.stop.end());
@@ -513,6 +520,9 @@ const char* endpoint_label(const std::string& path) {
                                 "/metrics"};
   for (const char* k : known)
     if (path == k) return k;
+  for (const char* k : known)  // the same routes without /v1, as llama.cpp's server takes them
+    if (std::string_view(k).starts_with("/v1/") && path == std::string_view(k).substr(3)) return k;
+  if (path.starts_with("/v1/models/") || path.starts_with("/models/")) return "/v1/models/:id";
   return "other";
 }
 
@@ -532,31 +542,46 @@ void setup_routes(Context& c, httplib::Server& svr) {
                      {"active", c.engine->active()},
                      {"queued", c.engine->queue_depth()}});
   });
-  svr.Get("/v1/models", [&c](const Request& req, Response& res) {
-    guarded(c, req, res, true, [&] {
-      json data = json::array();
-      const int64_t created =
-          static_cast<int64_t>(std::time(nullptr)) -
-          static_cast<int64_t>(std::chrono::duration<double>(Clock::now() - c.started).count());
-      data.push_back(json{
-          {"id", c.model_name}, {"object", "model"}, {"created", created}, {"owned_by", "cachet"}});
-      if (c.speech)
-        data.push_back(json{{"id", c.speech->name()},
-                            {"object", "model"},
-                            {"created", created},
-                            {"owned_by", "cachet"}});
-      send_json(res, 200, json{{"object", "list"}, {"data", data}});
+  auto models = [&c] {
+    const int64_t created =
+        static_cast<int64_t>(std::time(nullptr)) -
+        static_cast<int64_t>(std::chrono::duration<double>(Clock::now() - c.started).count());
+    json data = json::array();
+    data.push_back(json{
+        {"id", c.model_name}, {"object", "model"}, {"created", created}, {"owned_by", "cachet"}});
+    if (c.speech)
+      data.push_back(json{{"id", c.speech->name()},
+                          {"object", "model"},
+                          {"created", created},
+                          {"owned_by", "cachet"}});
+    return data;
+  };
+  // Each API route also without its /v1 prefix, as llama.cpp's server takes them
+  for (const std::string v1 : {"/v1", ""}) {
+    svr.Get(v1 + "/models", [&c, models](const Request& req, Response& res) {
+      guarded(c, req, res, true, [&] {
+        send_json(res, 200, json{{"object", "list"}, {"data", models()}});
+      });
     });
-  });
-  svr.Post("/v1/completions", [&c](const Request& req, Response& res) {
-    guarded(c, req, res, true, [&] { handle_generate(c, req, res, false); });
-  });
-  svr.Post("/v1/chat/completions", [&c](const Request& req, Response& res) {
-    guarded(c, req, res, true, [&] { handle_generate(c, req, res, true); });
-  });
-  svr.Post("/v1/audio/speech", [&c](const Request& req, Response& res) {
-    guarded(c, req, res, true, [&] { handle_speech(c, req, res); });
-  });
+    svr.Get(v1 + "/models/(.+)", [&c, models](const Request& req, Response& res) {
+      guarded(c, req, res, true, [&] {
+        const std::string id = req.matches[1];
+        for (const json& m : models())
+          if (m["id"] == id) return send_json(res, 200, m);
+        throw ApiError(404, "The model '" + excerpt(id) + "' does not exist",
+                       "invalid_request_error", "model", "model_not_found");
+      });
+    });
+    svr.Post(v1 + "/completions", [&c](const Request& req, Response& res) {
+      guarded(c, req, res, true, [&] { handle_generate(c, req, res, false); });
+    });
+    svr.Post(v1 + "/chat/completions", [&c](const Request& req, Response& res) {
+      guarded(c, req, res, true, [&] { handle_generate(c, req, res, true); });
+    });
+    svr.Post(v1 + "/audio/speech", [&c](const Request& req, Response& res) {
+      guarded(c, req, res, true, [&] { handle_speech(c, req, res); });
+    });
+  }
   svr.Get("/metrics", [&c](const Request& req, Response& res) {
     guarded(c, req, res, true, [&] {
       res.set_content(render_metrics(c), "text/plain; version=0.0.4; charset=utf-8");
@@ -599,9 +624,26 @@ void setup_routes(Context& c, httplib::Server& svr) {
     svr.Delete(path, refuse);
     svr.Patch(path, refuse);
   };
-  for (const char* p : {"/", "/health", "/v1/models", "/metrics"}) allow_only(p, "GET");
-  for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/audio/speech"})
+  for (const char* p :
+       {"/", "/health", "/v1/models", "/models", "/v1/models/(.+)", "/models/(.+)", "/metrics"})
+    allow_only(p, "GET");
+  for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/audio/speech",
+                        "/completions", "/chat/completions", "/audio/speech"})
     allow_only(p, "POST");
+
+  // Browsers: with --cors, every answer names the origin allowed to read it, and preflights
+  // (OPTIONS, which carry no credentials) are answered before any authentication
+  if (!c.opts.cors_origin.empty()) {
+    httplib::Headers h{{"Access-Control-Allow-Origin", c.opts.cors_origin}};
+    if (c.opts.cors_origin != "*") h.emplace("Vary", "Origin");
+    svr.set_default_headers(h);
+    svr.Options(".*", [](const Request&, Response& res) {
+      res.status = 204;
+      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      res.set_header("Access-Control-Max-Age", "600");
+    });
+  }
 
   svr.set_error_handler(httplib::Server::HandlerWithResponse([](const Request& req, Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;

@@ -25,6 +25,12 @@ void SamplingParams::validate() const {
                ": it must be a finite number (0 disables it)");
   CACHET_CHECK(std::isfinite(frequency_penalty), "invalid frequency penalty ", frequency_penalty,
                ": it must be a finite number (0 disables it)");
+  for (const auto& [tok, bias] : logit_bias) {
+    CACHET_CHECK(tok >= 0, "invalid logit bias: token ", tok, " is negative");
+    CACHET_CHECK(std::isfinite(bias) || bias == -std::numeric_limits<float>::infinity(),
+                 "invalid logit bias ", bias, " for token ", tok,
+                 ": it must be a finite number or -inf");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -65,22 +71,25 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 void Sampler::reset() {
   recent_.clear();
   counts_.clear();
+  counted_.clear();
   rng_.seed_with(params_.seed);
 }
 
-void Sampler::accept(int32_t token) {
+void Sampler::accept(int32_t token, bool presence) {
   if (params_.repeat_last_n == 0) return;
-  recent_.push_back(token);
+  recent_.emplace_back(token, presence);
   ++counts_[token];
+  if (presence) ++counted_[token];
   if (params_.repeat_last_n > 0 && recent_.size() > static_cast<size_t>(params_.repeat_last_n)) {
-    const int32_t old = recent_.front();
+    const auto [old, was_counted] = recent_.front();
     recent_.pop_front();
     if (--counts_[old] == 0) counts_.erase(old);
+    if (was_counted && --counted_[old] == 0) counted_.erase(old);
   }
 }
 
-void Sampler::accept(std::span<const int32_t> tokens) {
-  for (int32_t t : tokens) accept(t);
+void Sampler::accept(std::span<const int32_t> tokens, bool presence) {
+  for (int32_t t : tokens) accept(t, presence);
 }
 
 std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) const {
@@ -90,16 +99,25 @@ std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) cons
   for (size_t i = 0; i < n; ++i)
     CACHET_CHECK(!std::isnan(l[i]), "sampler: logit of token ", i, " is NaN");
 
+  // 0. Biases.
+  for (const auto& [tok, bias] : params_.logit_bias) {
+    CACHET_CHECK(static_cast<size_t>(tok) < n, "sampler: logit bias for token ", tok,
+                 " outside the vocabulary of ", n);
+    l[static_cast<size_t>(tok)] += bias;
+  }
+
   // 1. Penalties.
-  const bool penalize = params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-                        params_.frequency_penalty != 0.0f;
-  if (penalize) {
+  if (params_.repeat_penalty != 1.0f) {
     for (const auto& [tok, count] : counts_) {
       if (tok < 0 || static_cast<size_t>(tok) >= n) continue;
       float& x = l[tok];
-      if (params_.repeat_penalty != 1.0f)
-        x = x > 0.0f ? x / params_.repeat_penalty : x * params_.repeat_penalty;
-      x -= params_.presence_penalty + params_.frequency_penalty * static_cast<float>(count);
+      x = x > 0.0f ? x / params_.repeat_penalty : x * params_.repeat_penalty;
+    }
+  }
+  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
+    for (const auto& [tok, count] : counted_) {
+      if (tok < 0 || static_cast<size_t>(tok) >= n) continue;
+      l[tok] -= params_.presence_penalty + params_.frequency_penalty * static_cast<float>(count);
     }
   }
 

@@ -367,6 +367,44 @@ def speech_tests(cachet, wd):
         s.stop()
 
 
+def cors_tests(cachet, wd):
+    """--cors ORIGIN: preflights answered before authentication, every answer names the origin;
+    without it, neither."""
+    origin = "https://app.example"
+    s = Server(cachet, ["-t", "1", "--parallel", "1", "--api-key", KEY, "--cors", origin,
+                        "--quiet"], os.path.join(wd, "server-cors.log"))
+    try:
+        st, h, _ = s.request("OPTIONS", "/v1/chat/completions",
+                             headers={"Origin": origin, "Access-Control-Request-Method": "POST",
+                                      "Access-Control-Request-Headers": "authorization"})
+        check(st == 204 and h.get("Access-Control-Allow-Origin") == origin
+              and "POST" in h.get("Access-Control-Allow-Methods", "")
+              and "Authorization" in h.get("Access-Control-Allow-Headers", ""),
+              f"--cors: preflight answered {st} {h}")
+        st, h, body = s.request("POST", "/v1/completions",
+                                json.dumps({"prompt": "ROMEO:", "max_tokens": 2}),
+                                headers={"Authorization": f"Bearer {KEY}", "Origin": origin})
+        check(st == 200 and h.get("Access-Control-Allow-Origin") == origin,
+              f"--cors: completion answered {st} {h}")
+        st, h, _ = s.request("GET", "/v1/models", headers={"Origin": origin})
+        check(st == 401 and h.get("Access-Control-Allow-Origin") == origin,
+              f"--cors: an error still names the origin: {st} {h}")
+    finally:
+        check(s.stop() == 0, "the --cors server did not exit cleanly")
+    s = Server(cachet, ["-t", "1", "--parallel", "1", "--quiet"],
+               os.path.join(wd, "server-nocors.log"))
+    try:
+        st, h, _ = s.request("OPTIONS", "/v1/chat/completions",
+                             headers={"Origin": origin, "Access-Control-Request-Method": "POST"})
+        check(st != 204 and "Access-Control-Allow-Origin" not in h,
+              f"without --cors: preflight answered {st} {h}")
+        st, h, _ = s.request("GET", "/v1/models", headers={"Origin": origin})
+        check(st == 200 and "Access-Control-Allow-Origin" not in h,
+              f"without --cors: no CORS header: {st} {h}")
+    finally:
+        check(s.stop() == 0, "the server without --cors did not exit cleanly")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cachet", required=True)
@@ -383,6 +421,7 @@ def main():
     main_server_tests(a.cachet, a.workdir)
     busy_and_shutdown_tests(a.cachet, a.workdir)
     hostile_request_tests(a.cachet, a.workdir)
+    cors_tests(a.cachet, a.workdir)
     speech_tests(a.cachet, a.workdir)
     print(f"test_server: {len(FAILURES)} failure(s) in {time.time() - t0:.0f} s")
     return 1 if FAILURES else 0

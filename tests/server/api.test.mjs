@@ -18,6 +18,65 @@ test('health and models', async () => {
   assert.ok(ids.includes(MODEL), `models: ${ids}`);
 });
 
+test('models.retrieve, and the routes without /v1', async () => {
+  const m = await openai.models.retrieve(MODEL);
+  assert.equal(m.id, MODEL);
+  assert.equal(m.object, 'model');
+  await assert.rejects(openai.models.retrieve('no-such-model'),
+    (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
+  // A client given the server's root as its base URL, as llama.cpp's server allows
+  const bare = client({ baseURL: BASE });
+  const ids = [];
+  for await (const x of await bare.models.list()) ids.push(x.id);
+  assert.ok(ids.includes(MODEL));
+  const a = await bare.completions.create({ model: MODEL, prompt: 'ROMEO:', max_tokens: 6, temperature: 0 });
+  const b = await openai.completions.create({ model: MODEL, prompt: 'ROMEO:', max_tokens: 6, temperature: 0 });
+  assert.equal(a.choices[0].text, b.choices[0].text);
+  const c = await bare.chat.completions.create({
+    model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, temperature: 0 });
+  assert.equal(c.object, 'chat.completion');
+});
+
+test('logit_bias steers sampling; presence and frequency ignore the prompt', async () => {
+  const base = { model: MODEL, prompt: 'ROMEO:', max_tokens: 1, temperature: 0 };
+  const first = await openai.completions.create(base);
+  // Ban, one at a time, every token the greedy choice could be: the text must change
+  const ids = [];
+  for (let id = 0; id < 1024 && ids.length < 1; ++id) {
+    const r = await openai.completions.create({ ...base, logit_bias: { [id]: -100 } });
+    if (r.choices[0].text !== first.choices[0].text) ids.push(id);
+  }
+  assert.equal(ids.length, 1, 'no single token ban changed the greedy choice');
+  // ... and a large positive bias makes a token the greedy choice
+  const other = (ids[0] + 1) % 1024;
+  const pushed = await openai.completions.create({ ...base, max_tokens: 1, logit_bias: { [other]: 100 } });
+  const banned = await openai.completions.create({ ...base, max_tokens: 1, logit_bias: { [ids[0]]: -100 } });
+  assert.notEqual(pushed.choices[0].text, first.choices[0].text);
+  assert.notEqual(banned.choices[0].text, first.choices[0].text);
+  // Presence and frequency count the tokens sampled so far, not the prompt's: here the greedy
+  // text is "\nI", and "I", in the prompt, is not penalised (counting the prompt, as the CLI
+  // does like llama.cpp, gives "\nWhat")
+  const prompt = 'ROMEO:\nI will go.\n\nJULIET:';
+  const plain = await openai.completions.create({ ...base, prompt, max_tokens: 2 });
+  assert.equal(plain.choices[0].text, '\nI');
+  for (const pen of [{ presence_penalty: 2 }, { frequency_penalty: 2 }]) {
+    const r = await openai.completions.create({ ...base, prompt, max_tokens: 2, ...pen });
+    assert.equal(r.choices[0].text, plain.choices[0].text, JSON.stringify(pen));
+  }
+  // What would change the output and is not implemented is refused
+  await assert.rejects(
+    openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }],
+      response_format: { type: 'json_object' } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format');
+  await assert.rejects(
+    openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }],
+      tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools');
+  const big = await raw('/v1/completions', { body: JSON.stringify({ ...base, logit_bias: { 99999999: 1 } }) });
+  assert.equal(big.status, 400);
+  assert.equal(big.json.error.param, 'logit_bias');
+});
+
 test('completion with usage', async () => {
   const r = await openai.completions.create({
     model: MODEL, prompt: 'The king said', max_tokens: 12, temperature: 0.7, seed: 3,

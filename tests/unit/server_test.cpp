@@ -3,6 +3,7 @@
 // scheduler (batched decoding equals decoding alone, cache reuse, cancellation, full queue).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -95,6 +96,21 @@ TEST(ServerApi, CompletionDefaultsAndValues) {
   EXPECT_EQ(nested.prompt_ids, std::vector<int32_t>{9});
 }
 
+TEST(ServerApi, LogitBiasAliasesAndFieldsThatChangeNothing) {
+  const auto r = parse_gen_request(
+      parse_body(R"({"prompt":"x","logit_bias":{"4":-100,"17":2.5},"repeat_penalty":1.3,
+                    "response_format":{"type":"text"},"tools":[],"tool_choice":"none",
+                    "modalities":["text"],"mirostat":0,"typical_p":1,"ignore_eos":false,
+                    "grammar":"","logprobs":false,"user":"u","store":false})"),
+      false, {});
+  auto bias = r.sampling.logit_bias;
+  std::sort(bias.begin(), bias.end());
+  ASSERT_EQ(bias.size(), 2u);
+  EXPECT_EQ(bias[0], (std::pair<int32_t, float>{4, -100.0f}));
+  EXPECT_EQ(bias[1], (std::pair<int32_t, float>{17, 2.5f}));
+  EXPECT_FLOAT_EQ(r.sampling.repeat_penalty, 1.3f);
+}
+
 TEST(ServerApi, WrongTypesAndValuesNameTheParameter) {
   struct Case {
     const char* body;
@@ -126,6 +142,27 @@ TEST(ServerApi, WrongTypesAndValuesNameTheParameter) {
       {R"({"prompt":"x","seed":-3})", false, "seed", "invalid_value"},
       {R"({"prompt":"x","presence_penalty":3})", false, "presence_penalty", "invalid_value"},
       {R"({"prompt":"x","logprobs":3})", false, "logprobs", "invalid_value"},
+      // 0 still asks for the sampled token's log probability
+      {R"({"prompt":"x","logprobs":0})", false, "logprobs", "invalid_value"},
+      {R"({"prompt":"x","logit_bias":[1]})", false, "logit_bias", "invalid_type"},
+      {R"({"prompt":"x","logit_bias":{"a":1}})", false, "logit_bias", "invalid_value"},
+      {R"({"prompt":"x","logit_bias":{"-1":1}})", false, "logit_bias", "invalid_value"},
+      {R"({"prompt":"x","logit_bias":{"4":101}})", false, "logit_bias.4", "invalid_value"},
+      {R"({"prompt":"x","logit_bias":{"4":"up"}})", false, "logit_bias.4", "invalid_type"},
+      // what would change the output and is not implemented is refused, not ignored
+      {R"({"prompt":"x","response_format":{"type":"json_object"}})", false, "response_format",
+       "unsupported_parameter"},
+      {R"({"prompt":"x","tools":[{"type":"function"}]})", false, "tools", "unsupported_parameter"},
+      {R"({"prompt":"x","tool_choice":"required"})", false, "tool_choice", "unsupported_parameter"},
+      {R"({"prompt":"x","functions":[{}]})", false, "functions", "unsupported_parameter"},
+      {R"({"prompt":"x","modalities":["text","audio"]})", false, "modalities",
+       "unsupported_parameter"},
+      {R"({"prompt":"x","grammar":"root ::= x"})", false, "grammar", "unsupported_parameter"},
+      {R"({"prompt":"x","mirostat":2})", false, "mirostat", "unsupported_parameter"},
+      {R"({"prompt":"x","typical_p":0.5})", false, "typical_p", "unsupported_parameter"},
+      {R"({"prompt":"x","ignore_eos":true})", false, "ignore_eos", "unsupported_parameter"},
+      {R"({"prompt":"x","n_predict":5})", false, "n_predict", "unsupported_parameter"},
+      {R"({"prompt":"x","repeat_penalty":0})", false, "repeat_penalty", "invalid_value"},
       {R"({"prompt":"x","echo":true})", false, "echo", "invalid_value"},
       {R"({"prompt":"x","model":7})", false, "model", "invalid_type"},
       {R"({})", true, "messages", "invalid_value"},
@@ -165,7 +202,7 @@ TEST(ServerApi, ChatMessages) {
                                    true, {});
   ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[0].role, "system");
-  EXPECT_EQ(r.messages[1].content, "hello");
+  EXPECT_EQ(r.messages[1].content, "he\nllo");  // text parts are lines of one text
   EXPECT_EQ(r.messages[2].role, "assistant");
   EXPECT_EQ(r.messages[2].content, "");
   EXPECT_EQ(r.max_tokens, 9);

@@ -259,6 +259,61 @@ TEST(Sampler, PresenceAndFrequencyPenalties) {
   EXPECT_EQ(sg.sample(logits), 1);
 }
 
+TEST(Sampler, PresenceAndFrequencyCountOnlyTokensAcceptedForThem) {
+  // The server records the prompt for the repetition penalty only (OpenAI's presence and
+  // frequency penalties count the sampled tokens)
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f};
+  SamplingParams p = plain(1.0f);
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.25f;
+  p.repeat_penalty = 2.0f;
+  p.repeat_last_n = 3;
+  Sampler s(p);
+  const std::vector<int32_t> prompt = {0, 0};
+  s.accept(prompt, false);
+  s.accept(2);
+  // token 0: repetition only (2 / 2); token 2: repetition, presence and one count
+  std::vector<float> pen = {1.0f, 1.0f, 0.25f - 0.5f - 0.25f};
+  auto want = expected(pen, 1.0, 0, 1.0, 0.0);
+  for (const auto& tp : s.distribution(logits)) EXPECT_NEAR(tp.p, want.at(tp.id), 1e-6);
+  // The window drops a prompt token and a counted one alike
+  s.accept(1);
+  s.accept(1);
+  pen = {2.0f, 0.5f - 0.5f - 0.5f, 0.25f - 0.5f - 0.25f};
+  want = expected(pen, 1.0, 0, 1.0, 0.0);
+  for (const auto& tp : s.distribution(logits)) EXPECT_NEAR(tp.p, want.at(tp.id), 1e-6);
+  // The first token is free of presence and frequency
+  SamplingParams g = plain(0.0f);
+  g.presence_penalty = 2.0f;
+  Sampler sg(g);
+  const std::vector<int32_t> seen = {0};
+  sg.accept(seen, false);
+  EXPECT_EQ(sg.sample(logits), 0);
+}
+
+TEST(Sampler, LogitBias) {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f};
+  SamplingParams p = plain(1.0f);
+  p.logit_bias = {{2, 1.5f}, {0, -1.0f}};
+  Sampler s(p);
+  const auto want = expected({1.0f, 1.0f, 2.0f}, 1.0, 0, 1.0, 0.0);
+  for (const auto& tp : s.distribution(logits)) EXPECT_NEAR(tp.p, want.at(tp.id), 1e-6);
+  // -inf bans a token, even the greedy choice
+  SamplingParams g = plain(0.0f);
+  g.logit_bias = {{0, -std::numeric_limits<float>::infinity()}};
+  EXPECT_EQ(Sampler(g).sample(logits), 1);
+  // A token past the vocabulary, a NaN or +inf bias: errors
+  SamplingParams far = plain(0.0f);
+  far.logit_bias = {{3, 1.0f}};
+  EXPECT_THROW(Sampler(far).sample(logits), Error);
+  SamplingParams nan = plain(0.0f);
+  nan.logit_bias = {{0, std::nanf("")}};
+  EXPECT_THROW(Sampler{nan}, Error);
+  SamplingParams inf = plain(0.0f);
+  inf.logit_bias = {{0, std::numeric_limits<float>::infinity()}};
+  EXPECT_THROW(Sampler{inf}, Error);
+}
+
 TEST(Sampler, RejectsBadLogits) {
   Sampler s(plain(1.0f));
   std::vector<float> nan = {0.0f, std::numeric_limits<float>::quiet_NaN()};
