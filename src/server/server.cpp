@@ -369,11 +369,21 @@ void handle_speech(Context& c, const Request& req, Response& res) {
   if (sr.input.empty())
     throw ApiError(400, "'input' must not be empty", "invalid_request_error", "input",
                    "invalid_value");
-  if (sr.input.size() > c.opts.max_speech_chars)
+  // Characters, as OpenAI counts them (the JSON parser has checked the UTF-8)
+  const size_t chars = static_cast<size_t>(
+      std::count_if(sr.input.begin(), sr.input.end(), [](char ch) { return (ch & 0xC0) != 0x80; }));
+  if (chars > c.opts.max_speech_chars)
     throw ApiError(400,
-                   "'input' has " + std::to_string(sr.input.size()) + " bytes; at most " +
+                   "'input' has " + std::to_string(chars) + " characters; at most " +
                        std::to_string(c.opts.max_speech_chars) + " are accepted",
                    "invalid_request_error", "input", "invalid_value");
+  // What would change the audio and is not implemented is refused, not ignored
+  if (const auto ins = str("instructions", false); ins && !ins->empty())
+    throw ApiError(400, "'instructions' is not supported (the voice comes from the speaker alone)",
+                   "invalid_request_error", "instructions", "unsupported_parameter");
+  if (const auto sf = str("stream_format", false); sf && *sf != "audio")
+    throw ApiError(400, "stream_format '" + excerpt(*sf) + "' is not supported (use audio)",
+                   "invalid_request_error", "stream_format", "unsupported_value");
   sr.voice = str("voice", false).value_or("");
   static const char* kVoices[] = {"",      "default", "alloy", "ash",   "ballad",
                                   "coral", "echo",    "fable", "onyx",  "nova",

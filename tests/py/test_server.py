@@ -349,6 +349,16 @@ def speech_tests(cachet, wd):
         status, e = speech({"input": "hi", "voice": "alloy\u0000../../etc/passwd"})
         check(status == 400 and "passwd" in e.get("message", ""),
               f"an error message stops at a NUL: {e}")
+        status, e = speech({"input": "hi", "instructions": "Speak like a pirate."})
+        check(status == 400 and e.get("param") == "instructions", f"speech instructions: {e}")
+        status, e = speech({"input": "hi", "stream_format": "sse"})
+        check(status == 400 and e.get("param") == "stream_format", f"speech sse: {e}")
+        status, _ = speech({"input": "hi", "instructions": "", "stream_format": "audio"})
+        check(status == 200, f"speech with empty instructions and audio streaming: {status}")
+        # The input limit (2000) counts characters, not bytes
+        status, e = speech({"input": "€" * 2001})
+        check(status == 400 and "2001 characters" in e.get("message", ""),
+              f"speech input of 2001 characters: {status} {e}")
         status, _, data = s.request("POST", "/v1/completions", json.dumps(
             {"prompt": "To be", "max_tokens": 2, "seed": 18446744073709551615}).encode(), auth)
         check(status == 200, f"completion seed 2^64 - 1: {status} {data[:200]!r}")
