@@ -384,15 +384,24 @@ std::string MvTokenizer::decode_raw(std::span<const int32_t> ids) const {
 }
 
 std::string MvTokenizer::decode(std::span<const int32_t> ids, int64_t offset) const {
-  std::vector<int32_t> raw;
-  raw.reserve(ids.size());
+  std::string bytes;
   for (int32_t id : ids) {
     const int64_t r = static_cast<int64_t>(id) - offset;
     CACHET_CHECK(r >= 0 && r <= std::numeric_limits<int32_t>::max(), name_, ": token id ", id,
                  " is below the text offset ", offset);
-    raw.push_back(static_cast<int32_t>(r));
+    // Errors name the id as given, with its rank after the offset
+    const int32_t rank = static_cast<int32_t>(r);
+    if (static_cast<size_t>(rank) < token_bytes_.size()) {
+      bytes += token_bytes_[rank];
+      continue;
+    }
+    auto it = impl_->special_by_id.find(rank);
+    CACHET_CHECK(it != impl_->special_by_id.end(), name_, ": token id ", id, " (rank ", rank,
+                 " after the offset ", offset, ") is not in the vocabulary (", token_bytes_.size(),
+                 " ranks and ", impl_->special_by_id.size(), " special tokens)");
+    bytes += it->second;
   }
-  return decode_raw(raw);
+  return utf8_replace_invalid(bytes);
 }
 
 }  // namespace cachet

@@ -210,6 +210,10 @@ def test_known_vector(cachet, workdir):
     check(rc == 0 and json.loads(out) == want2, f"known vector stage 2: got {out.strip()} {err}")
     rc, out, err = run(cachet, ["detokenize", "-m", d, json.dumps(want)])
     check(rc == 0 and out == "hi how are you today<|endoftext|>", f"detokenize: {out!r} {err}")
+    # An id past the vocabulary is named as given (and by its rank after the offset)
+    rc, out, err = run(cachet, ["detokenize", "-m", d, "[2049, 999999]"])
+    check(rc != 0 and "token id 999999 (rank 997950 after the offset 2049)" in err,
+          f"detokenize past the vocabulary: {err}")
 
 
 def test_whole_piece(cachet, workdir):
