@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -73,10 +74,22 @@ int64_t parse_mode(const std::string& mode) {
   fail("--mode: '", mode, "' is not prefill, step or chunk:N (N >= 1)");
 }
 
-void print_row(const float* v, int64_t n) {
+// One row of logits. JSON has no NaN or infinity, and such a logit means the model's weights
+// (or a computation) went wrong: an error naming the row, not a number nobody can read back.
+void print_row(const float* v, int64_t n, const std::string& what) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(v[i]))
+      fail("the logit of token ", i, " at ", what, " is ", v[i],
+           ": the model computes non-finite values (are its weights damaged?)");
   std::fputc('[', stdout);
   for (int64_t i = 0; i < n; ++i) std::printf(i ? ", %.9g" : "%.9g", static_cast<double>(v[i]));
   std::fputc(']', stdout);
+}
+
+void print_tokens(const std::vector<int32_t>& tokens) {
+  std::printf("{\"tokens\": [");
+  for (size_t i = 0; i < tokens.size(); ++i) std::printf(i ? ", %d" : "%d", tokens[i]);
+  std::printf("], \"logits\": [");
 }
 
 // ------------------------------------------------------------------ METAVOICE_DIR
@@ -103,30 +116,34 @@ int run_metavoice_stage1(const LogitsArgs& a, int64_t chunk, const std::vector<i
   const int64_t V = model.args().vocab_size;
   const int64_t T = static_cast<int64_t>(tokens.size());
   State st = model.new_state();
-  std::vector<float> all(static_cast<size_t>(2 * T * V));
+  // The rows come out per chunk, both guidance rows together, and print guidance row first:
+  // row 1's are kept until row 0's are printed (with --last, only the last position's)
+  std::vector<float> row1;
   std::vector<float> part;
   const int64_t step = chunk == 0 ? T : chunk;
+  print_tokens(tokens);
+  std::printf("[");
   for (int64_t s = 0; s < T; s += step) {
     const int64_t n = std::min(step, T - s);
     const std::span<const int32_t> toks(tokens.data() + s, static_cast<size_t>(n));
-    model.forward(st, toks, toks, spk.data(), part, true);
-    for (int64_t b = 0; b < 2; ++b)
-      std::copy(part.begin() + b * n * V, part.begin() + (b + 1) * n * V,
-                all.begin() + (b * T + s) * V);
-  }
-  std::printf("{\"tokens\": [");
-  for (size_t i = 0; i < tokens.size(); ++i) std::printf(i ? ", %d" : "%d", tokens[i]);
-  std::printf("], \"logits\": [");
-  const int64_t first = a.last ? T - 1 : 0;
-  for (int64_t b = 0; b < 2; ++b) {
-    std::printf(b ? ", [" : "[");
-    for (int64_t r = first; r < T; ++r) {
-      if (r > first) std::printf(", ");
-      print_row(all.data() + (b * T + r) * V, V);
+    model.forward(st, toks, toks, spk.data(), part, !a.last);
+    const int64_t rows = a.last ? 1 : n;
+    if (a.last && s + n < T) continue;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t pos = a.last ? T - 1 : s + r;
+      if (pos > (a.last ? T - 1 : 0)) std::printf(", ");
+      print_row(part.data() + r * V, V, "guidance row 0, position " + std::to_string(pos));
     }
-    std::printf("]");
+    row1.insert(row1.end(), part.begin() + rows * V, part.begin() + 2 * rows * V);
   }
-  std::printf("]}\n");
+  std::printf("], [");
+  const int64_t kept = static_cast<int64_t>(row1.size()) / V;
+  for (int64_t r = 0; r < kept; ++r) {
+    const int64_t pos = a.last ? T - 1 : r;
+    if (r > 0) std::printf(", ");
+    print_row(row1.data() + r * V, V, "guidance row 1, position " + std::to_string(pos));
+  }
+  std::printf("]]}\n");
   return 0;
 }
 
@@ -202,7 +219,8 @@ int run_metavoice_stage2(const LogitsArgs& a, int64_t chunk) {
     std::printf(h ? ", [" : "[");
     for (int64_t r = first; r < T; ++r) {
       if (r > first) std::printf(", ");
-      print_row(all.data() + off + r * heads[h], heads[h]);
+      print_row(all.data() + off + r * heads[h], heads[h],
+                "head " + std::to_string(h) + ", position " + std::to_string(r));
     }
     std::printf("]");
     off += static_cast<size_t>(T * heads[h]);
@@ -235,25 +253,24 @@ int run_logits(const LogitsArgs& a, int threads) {
     if (tokens[i] < 0 || tokens[i] >= V)
       fail("token id ", tokens[i], " at index ", i, " is outside the vocabulary (size ", V, ")");
 
+  // Each chunk's rows print as they come; with --last, only the last position is computed
   State st = model->new_state();
   const int64_t T = static_cast<int64_t>(tokens.size());
-  std::vector<float> all(static_cast<size_t>(T * V));
   std::vector<float> part;
   const int64_t step = chunk == 0 ? T : chunk;
+  print_tokens(tokens);
   for (int64_t s = 0; s < T; s += step) {
     const int64_t n = std::min(step, T - s);
     model->forward(st, std::span<const int32_t>(tokens.data() + s, static_cast<size_t>(n)), part,
-                   true);
-    std::copy(part.begin(), part.end(), all.begin() + s * V);
-  }
-
-  std::printf("{\"tokens\": [");
-  for (size_t i = 0; i < tokens.size(); ++i) std::printf(i ? ", %d" : "%d", tokens[i]);
-  std::printf("], \"logits\": [");
-  const int64_t first = a.last ? T - 1 : 0;
-  for (int64_t r = first; r < T; ++r) {
-    if (r > first) std::printf(", ");
-    print_row(all.data() + r * V, V);
+                   !a.last);
+    if (a.last) {
+      if (s + n == T) print_row(part.data(), V, "position " + std::to_string(T - 1));
+      continue;
+    }
+    for (int64_t r = 0; r < n; ++r) {
+      if (s + r > 0) std::printf(", ");
+      print_row(part.data() + r * V, V, "position " + std::to_string(s + r));
+    }
   }
   std::printf("]}\n");
   return 0;

@@ -83,6 +83,10 @@ Register perplexity_cmd{Command{
                        logits.size(), " logits for ", len, " positions of ", vocab);
           for (int64_t t = 0; t < len; ++t) {
             const float* row = logits.data() + t * vocab;
+            for (int64_t v = 0; v < vocab; ++v)
+              CACHET_CHECK(std::isfinite(row[v]), path, ": the logit of token ", v, " at position ",
+                           start + t, " is ", row[v],
+                           ": the model computes non-finite values (are its weights damaged?)");
             float mx = row[0];
             for (int64_t v = 1; v < vocab; ++v) mx = std::max(mx, row[v]);
             double sum = 0.0;

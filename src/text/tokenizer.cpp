@@ -113,13 +113,36 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   return from_model_proto(spm_proto::build(spec), gguf.path() + " (" + kTokensKey + ")");
 }
 
+namespace {
+
+// tokenizer.model in the folder of a model file ("" if there is none): a GGUF file without a
+// tokenizer of its own (candle's RecurrentGemma GGUF files have none) or a .safetensors file
+// of a checkpoint directory
+std::string tokenizer_beside(const std::string& file) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(file).parent_path();
+  if (dir.empty()) dir = ".";
+  const fs::path tm = dir / "tokenizer.model";
+  std::error_code ec;
+  return fs::is_regular_file(tm, ec) ? tm.string() : std::string();
+}
+
+[[noreturn]] void no_gguf_tokenizer(const std::string& path) {
+  fail(path, " has no tokenizer: the GGUF file has no '", kProtoKey,
+       "' key and no tokenizer.model is beside it; put the model's tokenizer.model in the same "
+       "folder, or convert the model again from a directory that contains one");
+}
+
+}  // namespace
+
 Tokenizer Tokenizer::from_model_files(const ModelFiles& files) {
   if (files.gguf && (files.gguf->has(kProtoKey) || files.gguf->has(kTokensKey)))
     return from_gguf(*files.gguf);
   if (!files.tokenizer_model.empty()) return from_file(files.tokenizer_model);
-  if (files.format == ModelFiles::Format::Gguf)
-    fail(files.path, " has no tokenizer: the GGUF file has no '", kProtoKey,
-         "' key; convert it again from a directory that contains tokenizer.model");
+  if (files.format == ModelFiles::Format::Gguf) {
+    if (const std::string tm = tokenizer_beside(files.path); !tm.empty()) return from_file(tm);
+    no_gguf_tokenizer(files.path);
+  }
   fail(files.path, " has no tokenizer: put tokenizer.model in the directory or use a GGUF file ",
        "converted with one");
 }
@@ -135,7 +158,18 @@ Tokenizer Tokenizer::from_path(const std::string& path) {
                  " has no tokenizer: put tokenizer.model (a SentencePiece model) in the directory");
     return from_file(tm);
   }
-  if (GgufFile::has_magic(path)) return from_gguf(*GgufFile::open(path));
+  if (GgufFile::has_magic(path)) {
+    const auto g = GgufFile::open(path);
+    if (g->has(kProtoKey) || g->has(kTokensKey)) return from_gguf(*g);
+    if (const std::string tm = tokenizer_beside(path); !tm.empty()) return from_file(tm);
+    no_gguf_tokenizer(path);
+  }
+  if (fs::path(path).extension() == ".safetensors") {
+    const std::string tm = tokenizer_beside(path);
+    CACHET_CHECK(!tm.empty(), path,
+                 " has no tokenizer: put the model's tokenizer.model in the same folder");
+    return from_file(tm);
+  }
   const std::string bytes = read_file(path);
   try {
     return from_model_proto(bytes, path);

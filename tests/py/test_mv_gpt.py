@@ -194,6 +194,17 @@ def engine_stage1(res, cachet, workdir, quick):
     compare_stage1(res, cachet, "stage1_gqa", gq, mv.Stage1(a1g, w1g, torch.float64), spkg, toks,
                    TOL_F32, ["prefill", "chunk:7"])
 
+    # --last: each guidance row's last position, as in the full output
+    full, why = stage1_engine(cachet, d, toks)
+    rc, out, err = run([cachet, "logits", "-m", d, "--last", "--mode", "chunk:5", "--tokens",
+                        ",".join(str(t) for t in toks)])
+    ok = rc == 0 and full is not None
+    if ok:
+        last = torch.tensor(json.loads(out)["logits"], dtype=torch.float64)
+        ok = (last.shape == (2, 1, full.shape[2])
+              and scaled_err(last[:, 0], full[:, -1]) <= TOL_F32)
+    res.check("stage1_last_is_the_last_row", ok, f"rc={rc} {err.strip()[:160]!r} {why}")
+
     # Errors.
     V = a1["vocab_size"]
     rc, out, err = run([cachet, "logits", "-m", d, "--tokens", f"1,2,{V}"])

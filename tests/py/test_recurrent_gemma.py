@@ -18,6 +18,7 @@ CLI subcommands that do not exist yet are reported as SKIP; everything that runs
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -242,6 +243,19 @@ def engine_checks(res, cachet, workdir, quick):
               f"rc={rc} stderr={err.strip()[:160]!r}")
     rc, out, err = run([cachet, "logits", "-m", os.path.join(models, "does_not_exist"), "--tokens", "1"])
     res.check("error.missing_model", rc != 0 and len(err.strip()) > 0, f"rc={rc}")
+    # Weights that make a logit NaN: an error naming the position, never a bare NaN in the JSON
+    nan_dir = os.path.join(models, "tiny_nan")
+    shutil.copytree(tiny, nan_dir, dirs_exist_ok=True)
+    w = safetensors_io.load_file(os.path.join(nan_dir, "model.safetensors"))
+    name = next(k for k in sorted(w) if k.endswith("mlp_block.down_proj.bias"))
+    w[name] = w[name].clone()
+    w[name][0] = float("nan")
+    safetensors_io.save_file(w, os.path.join(nan_dir, "model.safetensors"))
+    for extra, pos in (([], 0), (["--last"], 2)):
+        rc, out, err = run([cachet, "logits", "-m", nan_dir, "--tokens", "2,5,7"] + extra)
+        res.check(f"error.nan_logits{''.join(extra)}",
+                  rc != 0 and "non-finite" in err and f"position {pos}" in err
+                  and "nan" not in out.lower(), f"rc={rc} stderr={err.strip()[:160]!r}")
 
 
 # ------------------------------------------------------------------ GGUF checks

@@ -137,6 +137,22 @@ def main():
     rc, _, err = run(cachet, ["convert", model_dir, "-o", gguf, "-q"])
     check(rc == 0, f"convert failed: {err}")
     models = [model_dir] + ([gguf] if rc == 0 else [])
+    # A GGUF file without a tokenizer of its own (as candle's RecurrentGemma files are) and a
+    # lone .safetensors file take the tokenizer.model beside them
+    bare_src, bare_dir = os.path.join(wd, "bare_src"), os.path.join(wd, "bare")
+    os.makedirs(bare_src, exist_ok=True)
+    os.makedirs(bare_dir, exist_ok=True)
+    for f in os.listdir(model_dir):
+        if f != "tokenizer.model":
+            shutil.copy(os.path.join(model_dir, f), bare_src)
+    bare = os.path.join(bare_dir, "model.gguf")
+    rc, _, err = run(cachet, ["convert", bare_src, "-o", bare, "-q"])
+    check(rc == 0, f"convert without a tokenizer failed: {err}")
+    rc, _, err = run(cachet, ["run", "-m", bare, "-p", "x", "-n", "1"])
+    check(rc != 0 and "tokenizer.model" in err and "beside" in err,
+          f"a GGUF without a tokenizer, none beside it: rc {rc} {err!r}")
+    shutil.copy(tok_model, os.path.join(bare_dir, "tokenizer.model"))
+    models += [bare, os.path.join(model_dir, "model.safetensors")]
 
     # 1. Greedy run == reference greedy.
     prompts = ["hello world", "the quick brown fox", "caf\u00e9 \u65e5\u672c"]
