@@ -321,8 +321,8 @@ int bench_model(const BenchModelArgs& args) {
   ThreadPool& pool = default_pool();
   CACHET_CHECK(args.model.empty() != args.random_name.empty(),
                "bench: give either -m MODEL or --random PRESET");
-  const bool metavoice = args.random_name == kMetaVoicePreset ||
-                        (!args.model.empty() && is_metavoice_dir(args.model));
+  const bool metavoice =
+      args.random_name == kMetaVoicePreset || (!args.model.empty() && is_metavoice_dir(args.model));
   CACHET_CHECK(metavoice || args.tts_seconds == 0,
                "bench --tts-seconds: only MetaVoice has a text-to-speech pipeline to time ('",
                args.model.empty() ? args.random_name : args.model, "' is a text model)");

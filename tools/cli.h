@@ -5,6 +5,7 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cachet::cli {
@@ -35,6 +36,10 @@ void apply_threads(int n);
 // .model files an HF checkpoint reads with it. Empty inputs are skipped.
 void check_output(const std::string& out, std::initializer_list<std::string> inputs,
                   bool model_siblings = false);
+
+// The text of an input file of a command (a prompt, a text to score, ids): "-" reads standard
+// input.
+std::string read_input(const std::string& path, std::string_view what);
 
 // The seed of "--seed TEXT": a whole number from 0 to 2^64 - 1 (anything else is an error), or
 // one from the clock when TEXT is empty or -1.

@@ -30,7 +30,7 @@ Register perplexity_cmd{Command{
       auto a = std::make_shared<Args>();
       sub->add_option("-m,--model", a->model,
                       "GGUF file or model directory (default: the embedded default model)");
-      sub->add_option("-f,--file", a->file, "Text file to score")->required();
+      sub->add_option("-f,--file", a->file, "Text file to score ('-': standard input)")->required();
       sub->add_flag("--bos,!--no-bos", a->bos,
                     "Start the sequence with BOS and score the first token given it (default)");
       sub->add_option("--chunk", a->chunk, "Tokens per forward call (at most)")
@@ -41,7 +41,7 @@ Register perplexity_cmd{Command{
         apply_threads(*a->threads);
         CACHET_CHECK(a->chunk >= 1, "--chunk ", a->chunk, ": must be at least 1");
         const std::string path = model_or_default(a->model);
-        const std::string text = read_file(a->file, "the text file");
+        const std::string text = read_input(a->file, "the text file");
 
         auto model = load_model(path);
         const Tokenizer tok = Tokenizer::from_path(path);

@@ -35,7 +35,9 @@ Register run_cmd{Command{
       };
       auto a = std::make_shared<Args>();
       sub->add_option("-p,--prompt", a->prompt, "Prompt text");
-      sub->add_option("--prompt-file", a->prompt_file, "Read the prompt from FILE");
+      sub->add_option("--prompt-file", a->prompt_file,
+                      "Read the prompt from FILE ('-': standard input), less the newline that "
+                      "ends its last line");
       sub->add_flag("--no-bos", a->no_bos, "Do not start the sequence with BOS");
       sub->add_flag("--profile", a->profile,
                     "Print where the prompt's and the generation's time goes, phase by phase");
@@ -48,8 +50,13 @@ Register run_cmd{Command{
         CACHET_CHECK(!(has_prompt && has_file), "run: give either -p or --prompt-file, not both");
         const uint64_t seed = finalize_text_gen_options(a->gen);
         const std::string path = model_or_default(a->gen.model);
-        const std::string prompt =
-            has_file ? read_file(a->prompt_file, "the prompt file") : a->prompt;
+        std::string prompt = a->prompt;
+        if (has_file) {
+          // The newline that ends a file's last line is not part of the prompt (llama.cpp's -f
+          // drops it too)
+          prompt = read_input(a->prompt_file, "the prompt file");
+          if (!prompt.empty() && prompt.back() == '\n') prompt.pop_back();
+        }
 
         auto model = load_model(path);
         const Tokenizer tok = Tokenizer::from_path(path);

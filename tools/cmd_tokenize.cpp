@@ -19,15 +19,6 @@
 namespace cachet::cli {
 namespace {
 
-std::string read_all(const std::string& path) {
-  if (path == "-") {
-    std::ostringstream os;
-    os << std::cin.rdbuf();
-    return os.str();
-  }
-  return read_file(path);
-}
-
 void write_stdout(const std::string& s) {
   std::fwrite(s.data(), 1, s.size(), stdout);
   std::fflush(stdout);
@@ -126,7 +117,7 @@ Register tokenize_cmd{Command{
                        "tokenize: --bos, --eos and --pieces do not apply to a MetaVoice model "
                        "(its ids always end with end-of-text)");
           const MvTokenizer mv = MvTokenizer::from_file(a->model);
-          const std::string text = a->file.empty() ? a->text : read_all(a->file);
+          const std::string text = a->file.empty() ? a->text : read_input(a->file, "the text");
           if (a->split) {
             write_stdout(nlohmann::json(mv.split(text)).dump() + "\n");
             return 0;
@@ -138,7 +129,7 @@ Register tokenize_cmd{Command{
         CACHET_CHECK(sub->count("--stage") == 0 && !a->split,
                      "tokenize: --stage and --split apply to MetaVoice models only");
         const Tokenizer tok = Tokenizer::from_path(model_or_default(a->model));
-        const std::string text = a->file.empty() ? a->text : read_all(a->file);
+        const std::string text = a->file.empty() ? a->text : read_input(a->file, "the text");
         std::vector<int32_t> ids;
         if (a->bos) {
           CACHET_CHECK(tok.bos_id() >= 0, tok.name(), ": the tokenizer has no BOS token");
@@ -181,7 +172,7 @@ Register detokenize_cmd{Command{
                      "detokenize: give the ids as an argument or with -f FILE");
         CACHET_CHECK(a->file.empty() || sub->count("ids") == 0,
                      "detokenize: give either IDS or -f FILE, not both");
-        const auto ids = parse_ids(a->file.empty() ? a->ids : read_all(a->file));
+        const auto ids = parse_ids(a->file.empty() ? a->ids : read_input(a->file, "the text"));
         if (is_metavoice(a->model)) {
           // Stage-1 ids (the file's offset); the end-of-text id renders as <|endoftext|>.
           CACHET_CHECK(!a->stream, "detokenize: --stream does not apply to a MetaVoice model");

@@ -128,7 +128,7 @@ int run_tts(TtsArgs& a, bool has_prompt) {
   CACHET_CHECK(!a.model.empty(), "tts: give the model directory with -m METAVOICE_DIR");
   CACHET_CHECK(has_prompt || has_file, "tts: give a text with -p TEXT or --prompt-file FILE");
   CACHET_CHECK(!(has_prompt && has_file), "tts: give either -p or --prompt-file, not both");
-  const std::string text = has_file ? read_file(a.prompt_file, "the prompt file") : a.prompt;
+  const std::string text = has_file ? read_input(a.prompt_file, "the prompt file") : a.prompt;
   const uint64_t seed = seed_from(a.seed);
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -201,7 +201,8 @@ const Register reg_tts{Command{
       auto a = std::make_shared<TtsArgs>();
       sub->add_option("-m,--model", a->model, "METAVOICE_DIR");
       sub->add_option("-p,--prompt", a->prompt, "Text to speak");
-      sub->add_option("--prompt-file", a->prompt_file, "Read the text from FILE");
+      sub->add_option("--prompt-file", a->prompt_file,
+                      "Read the text from FILE ('-': standard input)");
       sub->add_option("-o,--output", a->out, "Output WAV file (24 kHz mono)")->required();
       sub->add_option("--speaker", a->speaker,
                       "Voice: a .wav recording or a .safetensors embedding (default: the "

@@ -7,12 +7,15 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cachet/error.h"
+#include "cachet/file.h"
 #include "cachet/threadpool.h"
 #include "cli.h"
 #include "default_model.h"
@@ -93,6 +96,14 @@ void check_output(const std::string& out, std::initializer_list<std::string> inp
         refuse(it->path());
     }
   }
+}
+
+std::string read_input(const std::string& path, std::string_view what) {
+  if (path != "-") return read_file(path, what);
+  std::ostringstream os;
+  os << std::cin.rdbuf();
+  CACHET_CHECK(!std::cin.bad(), "standard input: read error (", what, ")");
+  return os.str();
 }
 
 uint64_t seed_from(const std::string& text) {

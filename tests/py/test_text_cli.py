@@ -140,8 +140,9 @@ def main():
     # A GGUF file without a tokenizer of its own (as candle's RecurrentGemma files are) and a
     # lone .safetensors file take the tokenizer.model beside them
     bare_src, bare_dir = os.path.join(wd, "bare_src"), os.path.join(wd, "bare")
-    os.makedirs(bare_src, exist_ok=True)
-    os.makedirs(bare_dir, exist_ok=True)
+    for d in (bare_src, bare_dir):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
     for f in os.listdir(model_dir):
         if f != "tokenizer.model":
             shutil.copy(os.path.join(model_dir, f), bare_src)
@@ -175,6 +176,18 @@ def main():
                             r"[\d.]+ tok/s", err), f"run stats line missing: {err!r}")
     check(distinct >= 4, f"the test model's greedy output is degenerate ({distinct} tokens)")
     print("run: greedy checked")
+    # A prompt from standard input, and from a file, less the newline that ends its last line
+    want = run(cachet, ["run", "-m", model_dir, "-p", "hello world", "-n", "6", "--temp", "0"]
+               + common)[1]
+    rc, out, err = run(cachet, ["run", "-m", model_dir, "--prompt-file", "-", "-n", "6", "--temp",
+                                "0"] + common, stdin=b"hello world\n")
+    check(rc == 0 and out == want, f"--prompt-file -: got {out!r} want {want!r} {err}")
+    pf = os.path.join(wd, "prompt.txt")
+    with open(pf, "w") as f:
+        f.write("hello world\n")
+    rc, out, err = run(cachet, ["run", "-m", model_dir, "--prompt-file", pf, "-n", "6", "--temp",
+                                "0"] + common)
+    check(rc == 0 and out == want, f"--prompt-file: got {out!r} want {want!r} {err}")
 
     # 2. Same seed, same text; sampling parameters are honoured (top-k 1 == greedy).
     base = ["run", "-m", model_dir, "-p", "hello", "-n", "12"] + common
@@ -248,6 +261,12 @@ def main():
     mt = re.search(r"perplexity: ([0-9.]+)\s*$", out)
     check(rc == 0 and mt and abs(float(mt.group(1)) - want_nb) <= 1e-3 * want_nb,
           f"perplexity --no-bos: {out!r} want {want_nb}")
+    with open(text_path, "rb") as f:
+        rc, out, err = run(cachet, ["perplexity", "-m", model_dir, "-f", "-"] + common,
+                           stdin=f.read())
+    mt = re.search(r"perplexity: ([0-9.]+)\s*$", out)
+    check(rc == 0 and mt and abs(float(mt.group(1)) - want) <= 1e-3 * want,
+          f"perplexity -f -: {out!r} want {want}")
     print(f"perplexity checked ({want:.4f})")
 
     # 5. Chat: two greedy turns == the reference on one growing token sequence.
