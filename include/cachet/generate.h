@@ -67,9 +67,13 @@ GenerateResult generate(LanguageModel& model, State& state, const Tokenizer& tok
 //   <bos><start_of_turn>user\n{msg}<end_of_turn>\n<start_of_turn>model\n
 // and each later one, after the model's reply:
 //   <end_of_turn>\n<start_of_turn>user\n{msg}<end_of_turn>\n<start_of_turn>model\n
-// Errors when the tokenizer lacks <start_of_turn> / <end_of_turn>.
+// with {msg} trimmed of white space at both ends, as the models' chat template does (Jinja's
+// `| trim`). Errors when the tokenizer lacks <start_of_turn> / <end_of_turn>.
 std::vector<int32_t> chat_turn_tokens(const Tokenizer& tok, std::string_view message,
                                       bool first_turn);
+// The chat template's `| trim`: the text without white space (space, tab, newlines, vertical
+// tab, form feed) at either end.
+std::string_view trim_chat_text(std::string_view s);
 // EOS and <end_of_turn> (those the tokenizer defines).
 std::vector<int32_t> chat_stop_tokens(const Tokenizer& tok);
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "cachet/generate.h"
 #include "cachet/model_files.h"
 #include "cachet/tokenizer.h"
 
@@ -423,7 +424,7 @@ PromptTokens chat_prompt(const Tokenizer& tok, const std::vector<ChatMessage>& m
   std::string system;
   for (const auto& m : messages) {
     if (m.role == "system") {
-      system += m.content;
+      system += trim_chat_text(m.content);
       system += "\n\n";
       continue;
     }
@@ -438,7 +439,9 @@ PromptTokens chat_prompt(const Tokenizer& tok, const std::vector<ChatMessage>& m
     } else {
       text("model\n");
     }
-    text(m.content);
+    // User and system texts are trimmed as the chat template does; a reply stays as generated,
+    // so that a conversation continues with the very tokens of the earlier answer
+    text(m.role == "user" ? std::string(trim_chat_text(m.content)) : m.content);
     p.ids.push_back(eot);
     text("\n");
     p.boundaries.push_back(p.ids.size());

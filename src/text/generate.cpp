@@ -163,6 +163,13 @@ GenerateResult generate(LanguageModel& model, State& state, const Tokenizer& tok
   return res;
 }
 
+std::string_view trim_chat_text(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  const size_t b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(kSpace) - b + 1);
+}
+
 std::vector<int32_t> chat_turn_tokens(const Tokenizer& tok, std::string_view message,
                                       bool first_turn) {
   const int32_t sot = tok.start_of_turn_id(), eot = tok.end_of_turn_id();
@@ -182,7 +189,7 @@ std::vector<int32_t> chat_turn_tokens(const Tokenizer& tok, std::string_view mes
     text("\n");
   }
   ids.push_back(sot);
-  text("user\n" + std::string(message));
+  text("user\n" + std::string(trim_chat_text(message)));
   ids.push_back(eot);
   text("\n");
   ids.push_back(sot);

@@ -352,6 +352,12 @@ TEST(ServerChatPrompt, GemmaFormatMatchesTheChatTurns) {
   EXPECT_EQ(p.boundaries.back(), p.ids.size());
   EXPECT_TRUE(p.stop.empty());
   EXPECT_EQ(tok.decode(p.ids), "<start_of_turn>user\nhello<end_of_turn>\n<start_of_turn>model\n");
+  // Messages are trimmed, as the chat template's `| trim` does, here and in `cachet chat`
+  const PromptTokens padded = chat_prompt(tok, {{"user", " \n hello\t \n"}});
+  EXPECT_EQ(padded.ids, p.ids);
+  EXPECT_EQ(chat_turn_tokens(tok, "  hello\n", true), p.ids);
+  EXPECT_EQ(trim_chat_text(" \t\r\n\f\v"), "");
+  EXPECT_EQ(trim_chat_text(" a b "), "a b");
 }
 
 TEST(ServerChatPrompt, SharedSystemPromptGivesSharedPrefix) {
