@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -109,19 +110,41 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 // What a run of add_converted_tensors stored the matrices as: "Q4_K", or "Q4_K (3 in Q8_0: ...)"
-// when some fell back because their rows are not whole blocks of the type asked for.
+// when some fell back because their rows are not whole blocks of the type asked for, or
+// "Q8_0 (all 40: ...)" when every one did.
 std::string matrix_types(const ModelFiles& files, DType want) {
   std::map<DType, int> fallback;
+  int as_asked = 0;
   for (const auto& [name, t] : files.tensors) {
     const DType dst = target_type(name, t, want);
-    if (t.ndim() == 2 && dst != want && dst != DType::F32) ++fallback[dst];
+    if (t.ndim() != 2 || dst == DType::F32) continue;
+    if (dst == want)
+      ++as_asked;
+    else
+      ++fallback[dst];
   }
-  std::string s(dtype_name(want));
-  if (fallback.empty()) return s;
-  s += " (";
+  const std::string why =
+      ": their rows are not whole " + std::string(dtype_name(want)) + " blocks)";
+  if (fallback.empty()) return std::string(dtype_name(want));
+  if (as_asked == 0 && fallback.size() == 1)
+    return std::string(dtype_name(fallback.begin()->first)) + " (all " +
+           std::to_string(fallback.begin()->second) + why;
+  std::string s = as_asked > 0 ? std::string(dtype_name(want)) + " (" : "(";
   for (const auto& [type, n] : fallback)
     s += (s.back() == '(' ? "" : ", ") + std::to_string(n) + " in " + std::string(dtype_name(type));
-  return s + ": their rows are not whole " + std::string(dtype_name(want)) + " blocks)";
+  return s + why;
+}
+
+// The name a converted file carries (general.name): the model's folder, without the rest of
+// the path it was converted from
+std::string model_name_of(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) p = fs::path(path);
+  if (!fs::is_directory(p, ec)) p = p.parent_path();
+  const std::string name = p.filename().string();
+  return name.empty() ? std::string("model") : name;
 }
 
 uint64_t total_bytes(const ModelFiles& files) {
@@ -153,7 +176,7 @@ int run_convert_metavoice(const std::string& dir, const std::string& out,
   }
   GgufWriter w;
   w.add_string("general.architecture", "metavoice_stage1");
-  w.add_string("general.name", dir);
+  w.add_string("general.name", model_name_of(dir));
   nlohmann::json cfg = {{"first_stage", a1.to_json()}, {"second_stage", a2.to_json()}};
   w.add_string("cachet.hf_config", cfg.dump());
   w.add_string("cachet.weight_type", std::string(dtype_name(want)));
@@ -199,7 +222,7 @@ int run_convert(const std::string& in, const std::string& out, const std::string
   GgufWriter w;
   const std::string arch = files.config.value("model_type", std::string("unknown"));
   w.add_string("general.architecture", arch);
-  w.add_string("general.name", in);
+  w.add_string("general.name", model_name_of(in));
   w.add_string("cachet.hf_config", files.config.dump());
   w.add_string("cachet.weight_type", std::string(dtype_name(want)));
   if (!files.tokenizer_model.empty())
@@ -288,27 +311,28 @@ const Register reg_quantize{{"quantize", "Re-quantize a GGUF model to another we
                                };
                              }}};
 
-const Register reg_random{{"random-model", "Write a random-weight model with real shapes",
-                           [](CLI::App* sub) -> std::function<int()> {
-                             auto preset = std::make_shared<std::string>();
-                             auto out = std::make_shared<std::string>();
-                             auto type = std::make_shared<std::string>("Q4_K");
-                             auto seed = std::make_shared<std::string>("1234");
-                             std::string names;
-                             for (const auto& p : random_presets()) names += " " + p;
-                             sub->add_option("preset", *preset, "One of:" + names)->required();
-                             sub->add_option("-o,--output", *out, "Output GGUF file")->required();
-                             sub->add_option("--type", *type, "Weight type of the matrices");
-                             sub->add_option("--seed", *seed, "Random seed");
-                             int* threads = add_threads_option(sub);
-                             return [=] {
-                               apply_threads(*threads);
-                               auto spec = random_model_spec(*preset, parse_type(*type));
-                               write_random_model(spec, seed_from(*seed), *out, default_pool());
-                               std::fprintf(stderr, "wrote %s\n", out->c_str());
-                               return 0;
-                             };
-                           }}};
+const Register reg_random{
+    {"random-model", "Write a random-weight model with real shapes",
+     [](CLI::App* sub) -> std::function<int()> {
+       auto preset = std::make_shared<std::string>();
+       auto out = std::make_shared<std::string>();
+       auto type = std::make_shared<std::string>("Q4_K");
+       auto seed = std::make_shared<std::string>("1234");
+       std::string names;
+       for (const auto& p : random_presets()) names += " " + p;
+       sub->add_option("preset", *preset, "One of:" + names)->required();
+       sub->add_option("-o,--output", *out, "Output GGUF file")->required();
+       sub->add_option("--type", *type, "Weight type of the matrices")->capture_default_str();
+       sub->add_option("--seed", *seed, "Random seed")->capture_default_str();
+       int* threads = add_threads_option(sub);
+       return [=] {
+         apply_threads(*threads);
+         auto spec = random_model_spec(*preset, parse_type(*type));
+         write_random_model(spec, seed_from(*seed), *out, default_pool());
+         std::fprintf(stderr, "wrote %s\n", out->c_str());
+         return 0;
+       };
+     }}};
 
 }  // namespace
 }  // namespace cachet::cli

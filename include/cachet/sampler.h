@@ -1,5 +1,12 @@
 // Token sampling: greedy, temperature, top-k, top-p, min-p, repetition / presence / frequency
-// penalties, with a seeded generator of our own so a seed gives the same tokens everywhere.
+// penalties, with a seeded generator of our own: a seed gives the same draws everywhere, so the
+// same logits give the same tokens. (The logits of BF16 and quantized models depend on the
+// kernels a machine runs — its instruction set, the product path chosen at start-up — so across
+// machines their sampled text can differ; on one machine it is the same at any thread count.)
+//
+// Temperature comes before top-k, top-p and min-p, as in Hugging Face transformers; llama.cpp's
+// default chain applies it after them, so at a temperature other than 1 the same top-p or min-p
+// keeps a different set of tokens there.
 //
 // Order of operations on the logits of one step:
 //   0. logit_bias: each listed token's bias added to its logit (OpenAI's `logit_bias`; -inf

@@ -11,7 +11,7 @@ namespace cachet {
 
 void SamplingParams::validate() const {
   CACHET_CHECK(std::isfinite(temperature) && temperature >= 0.0f, "invalid temperature ",
-               temperature, ": it must be >= 0 (0 picks the most likely token)");
+               temperature, ": it must be a finite number >= 0 (0 picks the most likely token)");
   CACHET_CHECK(top_k >= 0, "invalid top-k ", top_k, ": it must be >= 0 (0 disables it)");
   CACHET_CHECK(std::isfinite(top_p) && top_p > 0.0f && top_p <= 1.0f, "invalid top-p ", top_p,
                ": it must be in (0, 1] (1 disables it)");

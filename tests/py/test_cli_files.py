@@ -11,6 +11,7 @@ the executable far from the source tree.
 """
 import argparse
 import os
+import re
 import shutil
 import stat
 import sys
@@ -127,9 +128,16 @@ def main():
         R.check("convert Q4_0: biases stay F32", rc == 0 and rc2 == 0 and biases and
                 all(b[1] == "F32" for b in biases), f"{err} {err2} {biases[:3]}")
         # Q4_K needs rows of 256: the tiny model's matrices fall back, and the summary says so
-        rc, _, err = c("convert", hf, "-o", os.path.join(wd, "hf_q4k.gguf"), "--type", "Q4_K", "-q")
-        R.check("convert Q4_K: fallback named", rc == 0 and " in Q8_0: their rows are not whole "
-                "Q4_K blocks" in err, err)
+        q4k = os.path.join(wd, "hf_q4k.gguf")
+        rc, _, err = c("convert", hf, "-o", q4k, "--type", "Q4_K", "-q")
+        R.check("convert Q4_K: fallback named", rc == 0 and re.search(
+            r"matrices in Q8_0 \(all \d+: their rows are not whole Q4_K blocks\)", err), err)
+        # The file is named after the model's folder, not the path it was converted from
+        rc, out, err = c("inspect", q4k)
+        R.check("convert: general.name is the folder's name",
+                rc == 0 and re.search(r'general\.name\s+string\s+"' +
+                                      re.escape(os.path.basename(hf)) + '"', out),
+                out[:600])
 
     # Requantizing warns only when it loses precision, once per source type.
     q4 = os.path.join(wd, "q4.gguf")
