@@ -37,6 +37,19 @@ void apply_threads(int n);
 void check_output(const std::string& out, std::initializer_list<std::string> inputs,
                   bool model_siblings = false);
 
+// Ctrl-C while text is generated: the first one asks the generation to stop (interrupted()
+// turns true), a second one ends the process with status 130 at once. While one of these is
+// alive; outside it Ctrl-C ends the process as usual.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  static bool interrupted();
+  static void clear();
+};
+
 // The text of an input file of a command (a prompt, a text to score, ids): "-" reads standard
 // input.
 std::string read_input(const std::string& path, std::string_view what);

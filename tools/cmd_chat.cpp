@@ -39,15 +39,20 @@ Register chat_cmd{Command{
           std::fprintf(stderr, "model: %s (%s)\nseed: %llu\n", shown.c_str(), info.arch.c_str(),
                        static_cast<unsigned long long>(seed));
         if (interactive)
-          std::fprintf(stderr, "Chatting with %s. /reset starts over, /quit or Ctrl-D ends.\n",
-                       shown.c_str());
+          std::fprintf(
+              stderr,
+              "Chatting with %s. /reset starts over, /quit or Ctrl-D ends, Ctrl-C stops a reply.\n",
+              shown.c_str());
 
-        Sampler sampler(gen->sampling);
         GenerateOptions opts;
+        opts.stop_tokens = text_stop_tokens(*gen, tok);
+        Sampler sampler(gen->sampling);
         opts.max_tokens = gen->max_tokens;
         opts.stop = gen->stop;
-        opts.stop_tokens = chat_stop_tokens(tok);
         State state = model->new_state();
+        // Ctrl-C during a reply ends the reply (the conversation goes on); at the prompt, the
+        // chat
+        InterruptGuard ctrl_c;
         bool first = true;
         int32_t pending = -1;
         std::string line;
@@ -69,15 +74,19 @@ Register chat_cmd{Command{
           }
           if (line.empty()) continue;
           std::vector<int32_t> turn;
+          // The previous reply's last token, sampled (and so counted for the penalties) but not
+          // yet fed
+          opts.prompt_accepted = pending >= 0 ? 1 : 0;
           if (pending >= 0) turn.push_back(pending);
           const auto t = chat_turn_tokens(tok, line, first);
           turn.insert(turn.end(), t.begin(), t.end());
           GenerateResult res;
           try {
+            InterruptGuard::clear();
             res = generate(*model, state, tok, sampler, turn, opts, [](std::string_view text) {
               std::fwrite(text.data(), 1, text.size(), stdout);
               std::fflush(stdout);
-              return true;
+              return !InterruptGuard::interrupted();
             });
           } catch (const Error& e) {
             // The state is unchanged: the user can /reset or send something shorter.
@@ -87,6 +96,10 @@ Register chat_cmd{Command{
           }
           first = false;
           pending = res.pending;
+          if (InterruptGuard::interrupted()) {
+            std::fputs(" [interrupted]", stdout);
+            InterruptGuard::clear();
+          }
           std::fputc('\n', stdout);
           std::fflush(stdout);
           if (gen->verbose)

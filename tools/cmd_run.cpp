@@ -83,11 +83,11 @@ Register run_cmd{Command{
                        (is_default_model(path) ? "the embedded default model" : path.c_str()),
                        info.arch.c_str(), static_cast<unsigned long long>(seed), tokens.size());
         }
-        Sampler sampler(a->gen.sampling);
         GenerateOptions opts;
+        opts.stop_tokens = text_stop_tokens(a->gen, tok);
+        Sampler sampler(a->gen.sampling);
         opts.max_tokens = a->gen.max_tokens;
         opts.stop = a->gen.stop;
-        opts.stop_tokens = chat_stop_tokens(tok);
         // --profile: the prompt's phases are printed once it has been fed (its time is only
         // known after generate returns: they are kept until then), the generation's at the end.
         std::vector<profile::Phase> prompt_phases;
@@ -98,12 +98,13 @@ Register run_cmd{Command{
         }
         State state = model->new_state();
         bool ends_newline = true;
+        InterruptGuard ctrl_c;  // Ctrl-C: the text so far and the speed line, then status 130
         const auto res =
             generate(*model, state, tok, sampler, tokens, opts, [&](std::string_view text) {
               std::fwrite(text.data(), 1, text.size(), stdout);
               std::fflush(stdout);
               if (!text.empty()) ends_newline = text.back() == '\n';
-              return true;
+              return !InterruptGuard::interrupted();
             });
         if (!ends_newline && isatty(fileno(stdout))) std::fputc('\n', stdout);
         std::fflush(stdout);
@@ -123,7 +124,7 @@ Register run_cmd{Command{
                      static_cast<long long>(res.prompt_tokens),
                      rate(static_cast<double>(res.prompt_tokens), res.prompt_seconds),
                      static_cast<long long>(res.tokens.size()), rate(n_gen, res.generate_seconds));
-        return 0;
+        return InterruptGuard::interrupted() ? 130 : 0;
       };
     }}};
 

@@ -1,9 +1,12 @@
 // cachet: command-line entry point.
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -96,6 +99,37 @@ void check_output(const std::string& out, std::initializer_list<std::string> inp
         refuse(it->path());
     }
   }
+}
+
+namespace {
+volatile std::sig_atomic_t g_interrupts = 0;
+struct sigaction g_old_sigint;
+
+extern "C" void on_sigint(int) {
+  if (g_interrupts > 0) _exit(130);  // a second Ctrl-C: now
+  g_interrupts = 1;
+}
+}  // namespace
+
+InterruptGuard::InterruptGuard() {
+  g_interrupts = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a read at a prompt ends, as Ctrl-C ends it there
+  sigaction(SIGINT, &sa, &g_old_sigint);
+}
+
+InterruptGuard::~InterruptGuard() {
+  sigaction(SIGINT, &g_old_sigint, nullptr);
+}
+
+bool InterruptGuard::interrupted() {
+  return g_interrupts > 0;
+}
+
+void InterruptGuard::clear() {
+  g_interrupts = 0;
 }
 
 std::string read_input(const std::string& path, std::string_view what) {

@@ -1,6 +1,9 @@
 #include "text_options.h"
 
+#include <limits>
+
 #include "cachet/error.h"
+#include "cachet/generate.h"
 #include "cli.h"
 
 namespace cachet::cli {
@@ -34,6 +37,8 @@ void add_text_gen_options(CLI::App* sub, TextGenOptions& o) {
       ->capture_default_str();
   sub->add_option("--stop", o.stop, "Stop when the text contains STR (not printed); repeatable")
       ->take_all();
+  sub->add_flag("--ignore-eos", o.ignore_eos,
+                "Never end on EOS or <end_of_turn>: those tokens are not sampled");
   sub->add_option("--seed", o.seed, "Random seed (default: from the clock)");
   sub->add_flag("-v,--verbose", o.verbose, "Print the seed and more details on stderr");
   o.threads = add_threads_option(sub);
@@ -47,6 +52,14 @@ uint64_t finalize_text_gen_options(TextGenOptions& o) {
   o.sampling.seed = seed_from(o.seed);
   apply_threads(o.threads ? *o.threads : 0);
   return o.sampling.seed;
+}
+
+std::vector<int32_t> text_stop_tokens(TextGenOptions& o, const Tokenizer& tok) {
+  std::vector<int32_t> stops = chat_stop_tokens(tok);
+  if (!o.ignore_eos) return stops;
+  for (int32_t id : stops)
+    o.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+  return {};
 }
 
 }  // namespace cachet::cli

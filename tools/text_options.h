@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cachet/sampler.h"
+#include "cachet/tokenizer.h"
 
 namespace cachet::cli {
 
@@ -17,14 +18,19 @@ struct TextGenOptions {
   std::vector<std::string> stop;
   std::string seed;  // empty: from the clock
   bool verbose = false;
+  bool ignore_eos = false;
   int* threads = nullptr;
 };
 
 // Adds -m, -n, --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n,
-// --presence-penalty, --frequency-penalty, --stop, --seed, -v and -t to sub.
+// --presence-penalty, --frequency-penalty, --stop, --ignore-eos, --seed, -v and -t to sub.
 void add_text_gen_options(CLI::App* sub, TextGenOptions& o);
 
 // Validates the sampling parameters and the stop strings and fixes the seed; returns it.
 uint64_t finalize_text_gen_options(TextGenOptions& o);
+
+// The tokens that end generation (EOS, <end_of_turn>); with --ignore-eos none, and those
+// tokens are never sampled (their logits biased to -inf). Call before making the Sampler.
+std::vector<int32_t> text_stop_tokens(TextGenOptions& o, const Tokenizer& tok);
 
 }  // namespace cachet::cli

@@ -40,6 +40,9 @@ struct GenerateOptions {
   // Called once the prompt has been fed, before the first token is sampled (a caller that
   // reports the prompt and the generation apart, as `cachet run --profile`).
   std::function<void()> after_prompt;
+  // Leading prompt tokens the sampler has already recorded (a chat turn that starts with the
+  // previous reply's pending token): not recorded for the penalties a second time.
+  int64_t prompt_accepted = 0;
 };
 
 enum class FinishReason { Length, StopToken, StopString, Callback, PositionLimit };

@@ -96,7 +96,9 @@ GenerateResult generate(LanguageModel& model, State& state, const Tokenizer& tok
   res.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
   CACHET_CHECK(static_cast<int64_t>(logits.size()) == vocab, "model returned ", logits.size(),
                " logits for a vocabulary of ", vocab);
-  sampler.accept(prompt);
+  const size_t known = static_cast<size_t>(
+      std::clamp<int64_t>(opts.prompt_accepted, 0, static_cast<int64_t>(prompt.size())));
+  sampler.accept(prompt.subspan(known));
   if (opts.after_prompt) opts.after_prompt();
 
   StreamDecoder dec(tok);

@@ -13,8 +13,11 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
@@ -33,6 +36,7 @@ def check(cond, msg):
     if not cond:
         FAILURES.append(msg)
         print("FAIL:", msg)
+    return bool(cond)
 
 
 def run(cachet, args, stdin=None):
@@ -289,6 +293,65 @@ def main():
     first = replies[0]
     check(rc == 0 and out2 == first + first, f"chat /reset: got {out2!r} want {first * 2!r}")
     print("chat checked")
+
+    # --ignore-eos: a greedy reply that ends on a stop token goes on to -n
+    rc, _, err = run(cachet, ["chat", "-m", model_dir, "--temp", "0", "-n", "3000", "-v"] + common,
+                     stdin=b"hello\n")
+    m = re.search(r"\[\d+ new tokens, (\d+) generated, stop token", err)
+    check(rc == 0 and m and int(m.group(1)) < 3000, f"chat: a greedy reply ends: {err[-300:]!r}")
+    rc, _, err = run(cachet, ["chat", "-m", model_dir, "--temp", "0", "-n", "3000", "-v",
+                              "--ignore-eos"] + common, stdin=b"hello\n")
+    check(rc == 0 and "3000 generated, length" in err, f"--ignore-eos: {err[-300:]!r}")
+
+    # Ctrl-C: `run` stops, prints its speed line and exits with 130; in `chat` it ends the
+    # reply and the conversation goes on
+    p = subprocess.Popen([cachet, "run", "-m", model_dir, "-p", "hello", "-n", "100000000",
+                          "--temp", "1", "--seed", "1", "--ignore-eos"] + common,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.read(64)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == 130 and b"generation:" in err,
+          f"run after Ctrl-C: rc {p.returncode} stderr {err[-300:]!r}")
+    p = subprocess.Popen([cachet, "chat", "-m", model_dir, "-n", "100000000", "--temp", "1",
+                          "--seed", "1", "--ignore-eos"] + common, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    got = bytearray()
+
+    def reader():
+        while True:
+            b = p.stdout.read1(65536)
+            if not b:
+                return
+            got.extend(b)
+
+    threading.Thread(target=reader, daemon=True).start()
+
+    def wait_for(cond, what):
+        end = time.time() + 60
+        while time.time() < end and not cond():
+            time.sleep(0.01)
+        return check(cond(), f"chat after Ctrl-C: {what}; stdout ...{bytes(got[-200:])!r}")
+
+    ok = True
+    for turn in (b"hello\n", b"again\n"):  # two replies, each cut short by Ctrl-C
+        seen = len(got)
+        p.stdin.write(turn)
+        p.stdin.flush()
+        ok = ok and wait_for(lambda: len(got) > seen + 64, "a reply started")
+        n = got.count(b"[interrupted]")
+        p.send_signal(signal.SIGINT)
+        ok = ok and wait_for(lambda: got.count(b"[interrupted]") == n + 1, "the reply ended")
+    p.stdin.write(b"/quit\n")
+    p.stdin.close()
+    try:
+        rc = p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = p.wait()
+    check(ok and rc == 0 and got.count(b"[interrupted]") == 2,
+          f"chat after Ctrl-C: rc {rc}, {got.count(b'[interrupted]')} replies interrupted")
+    print("Ctrl-C checked")
 
     # 6. Errors.
     def expect_error(argv, needle, what, stdin=None):

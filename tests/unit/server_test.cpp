@@ -609,6 +609,44 @@ std::string reference_text(Tiny& t, const std::vector<int32_t>& prompt, int64_t 
   return out;
 }
 
+TEST(Generate, AChatTurnCountsThePendingTokenOnceForThePenalties) {
+  // A reply cut short leaves its last token pending; the next turn starts with it. The
+  // sampler recorded it when it was drawn, so it must not record it again.
+  Tiny t;
+  SamplingParams sp;
+  sp.temperature = 1;
+  sp.top_k = 0;
+  sp.top_p = 1;
+  sp.frequency_penalty = 0.7f;
+  sp.repeat_last_n = -1;
+  sp.seed = 1;
+  Sampler sampler(sp);
+  State st = t.model->new_state();
+  std::vector<int32_t> seq = {t.tok.bos_id()};
+  for (int32_t id : t.tok.encode("hello")) seq.push_back(id);
+  GenerateOptions o;
+  o.max_tokens = 3;
+  const GenerateResult r = generate(*t.model, st, t.tok, sampler, seq, o, nullptr);
+  ASSERT_GE(r.pending, 0);
+  seq.insert(seq.end(), r.tokens.begin(), r.tokens.end());
+  std::vector<int32_t> turn = {r.pending};
+  for (int32_t id : t.tok.encode("user")) turn.push_back(id);
+  o.max_tokens = 0;
+  o.prompt_accepted = 1;
+  generate(*t.model, st, t.tok, sampler, turn, o, nullptr);
+  seq.insert(seq.end(), turn.begin() + 1, turn.end());
+  Sampler once(sp);  // every token of the conversation recorded once
+  once.accept(seq);
+  std::vector<float> logits(static_cast<size_t>(t.tok.vocab_size()));
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = 0.01f * static_cast<float>(i % 7);
+  const auto got = sampler.distribution(logits), want = once.distribution(logits);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].id, want[i].id) << i;
+    EXPECT_EQ(got[i].p, want[i].p) << i;
+  }
+}
+
 std::shared_ptr<Job> greedy_job(const std::vector<int32_t>& prompt, int64_t n) {
   auto j = std::make_shared<Job>();
   j->prompt = prompt;
