@@ -65,12 +65,15 @@ Register run_cmd{Command{
                      ": the tokenizer has ", tok.vocab_size(),
                      " tokens but the model's vocabulary has ", info.vocab_size);
 
+        // Control tokens written in the prompt (<bos>, <eos>) are those tokens, as llama.cpp
+        // reads prompts; a prompt that starts with <bos> (a chat template's rendering) gets no
+        // second one
         std::vector<int32_t> tokens;
-        if (!a->no_bos) {
+        const auto body = tok.encode_with_controls(prompt);
+        if (!a->no_bos && (body.empty() || body.front() != tok.bos_id())) {
           CACHET_CHECK(tok.bos_id() >= 0, tok.name(), ": the tokenizer has no BOS token");
           tokens.push_back(tok.bos_id());
         }
-        const auto body = tok.encode(prompt);
         tokens.insert(tokens.end(), body.begin(), body.end());
         CACHET_CHECK(!tokens.empty(), "run: the prompt is empty (and --no-bos was given)");
         if (info.max_positions > 0)

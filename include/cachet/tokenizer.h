@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sentencepiece {
@@ -54,6 +55,10 @@ class Tokenizer {
 
   // Text to ids, without BOS/EOS.
   std::vector<int32_t> encode(std::string_view text) const;
+  // The same, but the text of a control token (Gemma's <bos>, <eos>, <pad>) is that token, as
+  // llama.cpp and Hugging Face tokenizers read prompts: a prompt rendered by a chat template
+  // keeps its <bos>. encode() leaves such text to SentencePiece, which spells it out.
+  std::vector<int32_t> encode_with_controls(std::string_view text) const;
   // Ids to text exactly as SentencePiece decodes them (control tokens are invisible); ids
   // outside the vocabulary are an error.
   std::string decode(std::span<const int32_t> ids) const;
@@ -89,7 +94,8 @@ class Tokenizer {
   int64_t vocab_size_ = 0;
   int32_t bos_ = -1, eos_ = -1, pad_ = -1, unk_ = -1;
   int32_t start_of_turn_ = -1, end_of_turn_ = -1;
-  std::vector<int16_t> byte_of_;  // byte value per id, -1 for other pieces
+  std::vector<int16_t> byte_of_;                           // byte value per id, -1 for other pieces
+  std::vector<std::pair<std::string, int32_t>> controls_;  // control pieces' text and ids
 };
 
 // Turns ids fed one at a time into text. Each push() returns the text that is now final; the

@@ -463,8 +463,11 @@ PromptTokens completion_prompt(const Tokenizer& tok, const GenRequest& req, int6
                        "invalid_request_error", "prompt", "invalid_value");
     p.ids = req.prompt_ids;
   } else {
-    if (tok.bos_id() >= 0) p.ids.push_back(tok.bos_id());
-    const auto v = tok.encode(req.prompt);
+    // Control tokens written in the prompt are those tokens, as llama.cpp's server reads a
+    // prompt; one that starts with <bos> gets no second one
+    const auto v = tok.encode_with_controls(req.prompt);
+    if (tok.bos_id() >= 0 && (v.empty() || v.front() != tok.bos_id()))
+      p.ids.push_back(tok.bos_id());
     p.ids.insert(p.ids.end(), v.begin(), v.end());
     if (p.ids.empty())
       throw ApiError(400, "'prompt' is empty and the tokenizer has no BOS token",

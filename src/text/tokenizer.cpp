@@ -190,6 +190,8 @@ void Tokenizer::init() {
   for (int64_t i = 0; i < vocab_size_; ++i) {
     const int id = static_cast<int>(i);
     if (sp_->IsByte(id)) byte_of_[i] = static_cast<int16_t>(parse_byte_piece(sp_->IdToPiece(id)));
+    if (sp_->IsControl(id) && !sp_->IdToPiece(id).empty())
+      controls_.emplace_back(sp_->IdToPiece(id), static_cast<int32_t>(id));
   }
 }
 
@@ -203,6 +205,29 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   const auto status = sp_->Encode(absl::string_view(text.data(), text.size()), &ids);
   CACHET_CHECK(status.ok(), name_, ": cannot encode text (", status.ToString(), ")");
   return std::vector<int32_t>(ids.begin(), ids.end());
+}
+
+std::vector<int32_t> Tokenizer::encode_with_controls(std::string_view text) const {
+  std::vector<int32_t> out;
+  while (!text.empty()) {
+    // The earliest control text (the longest where two start at one place)
+    size_t at = std::string_view::npos, len = 0;
+    int32_t which = -1;
+    for (const auto& [piece, id] : controls_) {
+      const size_t p = text.find(piece);
+      if (p < at || (p == at && p != std::string_view::npos && piece.size() > len)) {
+        at = p;
+        len = piece.size();
+        which = id;
+      }
+    }
+    const auto before = encode(text.substr(0, at));
+    out.insert(out.end(), before.begin(), before.end());
+    if (at == std::string_view::npos) break;
+    out.push_back(which);
+    text.remove_prefix(at + len);
+  }
+  return out;
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids) const {

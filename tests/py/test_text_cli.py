@@ -193,6 +193,13 @@ def main():
                                 "0"] + common)
     check(rc == 0 and out == want, f"--prompt-file: got {out!r} want {want!r} {err}")
 
+    # A prompt that starts with <bos>, as a chat template renders it, gets no second one
+    rc, out, err = run(cachet, ["run", "-m", model_dir, "-p", "<bos>hello world", "-n", "6",
+                                "--temp", "0", "-v"] + common)
+    n_prompt = 1 + len(sp.encode("hello world"))
+    check(rc == 0 and out == want and f"prompt tokens: {n_prompt}\n" in err,
+          f"<bos> in the prompt: got {out!r} want {want!r} {err}")
+
     # 2. Same seed, same text; sampling parameters are honoured (top-k 1 == greedy).
     base = ["run", "-m", model_dir, "-p", "hello", "-n", "12"] + common
     r1 = run(cachet, base + ["--seed", "7", "--temp", "1.5"])

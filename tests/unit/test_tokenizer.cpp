@@ -108,6 +108,24 @@ TEST(Tokenizer, LoadsHandBuiltModel) {
   EXPECT_THROW(tok.id_to_piece(100000), Error);
 }
 
+TEST(Tokenizer, ControlTokensWrittenInAPrompt) {
+  const Tokenizer tok = Tokenizer::from_model_proto(test_model(false), "test");
+  auto cat = [](std::initializer_list<std::vector<int32_t>> parts) {
+    std::vector<int32_t> v;
+    for (const auto& p : parts) v.insert(v.end(), p.begin(), p.end());
+    return v;
+  };
+  // <bos> and <eos> in the text are those tokens; what is between is encoded as before
+  EXPECT_EQ(tok.encode_with_controls("<bos>hello<eos>\nabc"),
+            cat({{2}, tok.encode("hello"), {1}, tok.encode("\nabc")}));
+  EXPECT_EQ(tok.encode_with_controls("<bos><bos>"), (std::vector<int32_t>{2, 2}));
+  // Text without them, or with a broken one, is what encode() gives
+  for (const char* t : {"hello abc", "<bo s>hello", "<bos", "", "<unk>x"})
+    EXPECT_EQ(tok.encode_with_controls(t), tok.encode(t)) << t;
+  // encode() itself leaves the text to SentencePiece
+  EXPECT_NE(tok.encode("<bos>hello"), tok.encode_with_controls("<bos>hello"));
+}
+
 TEST(Tokenizer, EncodeDecodeRoundTrip) {
   for (bool dummy : {false, true}) {
     const Tokenizer tok = Tokenizer::from_model_proto(test_model(dummy), "test");
