@@ -30,11 +30,33 @@ namespace {
 struct LogitsArgs {
   std::string model;
   std::string tokens;
+  std::string tokens_file;  // --tokens-file
   std::string mode = "prefill";
   bool last = false;
   int stage = 1;      // METAVOICE_DIR only
   std::string input;  // METAVOICE_DIR stage 2: {"tokens": [[...], [...]]}
 };
+
+// The ids of --tokens-file: whole numbers separated by commas, white space or both, with or
+// without the brackets of a JSON array (cachet tokenize writes one)
+std::vector<int32_t> parse_token_file(const std::string& path) {
+  const std::string text = read_input(path, "the token file");
+  std::vector<int32_t> out;
+  size_t i = 0;
+  const char* seps = ", \t\r\n[]";
+  while ((i = text.find_first_not_of(seps, i)) != std::string::npos) {
+    const size_t j = std::min(text.find_first_of(seps, i), text.size());
+    const std::string item = text.substr(i, j - i);
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (*end != '\0' || errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
+      fail(path, ": '", item.substr(0, 40), "' at index ", out.size(), " is not a token id");
+    out.push_back(static_cast<int32_t>(v));
+    i = j;
+  }
+  return out;
+}
 
 std::vector<int32_t> parse_tokens(const std::string& s) {
   std::vector<int32_t> out;
@@ -229,23 +251,30 @@ int run_metavoice_stage2(const LogitsArgs& a, int64_t chunk) {
   return 0;
 }
 
+std::vector<int32_t> read_tokens(const LogitsArgs& a) {
+  if (a.tokens_file.empty()) return parse_tokens(a.tokens);
+  if (!a.tokens.empty()) fail("give either --tokens or --tokens-file, not both");
+  return parse_token_file(a.tokens_file);
+}
+
 int run_logits(const LogitsArgs& a, int threads) {
   apply_threads(threads);
   const int64_t chunk = parse_mode(a.mode);
   if (is_metavoice_dir(a.model)) {
     if (a.stage == 2) {
-      if (!a.tokens.empty()) fail("--tokens: stage 2 reads its input from --in FILE.json");
+      if (!a.tokens.empty() || !a.tokens_file.empty())
+        fail("--tokens: stage 2 reads its input from --in FILE.json");
       return run_metavoice_stage2(a, chunk);
     }
     if (a.stage != 1) fail("--stage: ", a.stage, " is not 1 or 2");
     if (!a.input.empty()) fail("--in: stage 1 takes --tokens; --in is for --stage 2");
-    const std::vector<int32_t> tokens = parse_tokens(a.tokens);
+    const std::vector<int32_t> tokens = read_tokens(a);
     if (tokens.empty()) fail("--tokens: the token list is empty");
     return run_metavoice_stage1(a, chunk, tokens);
   }
   if (a.stage != 1 || !a.input.empty())
     fail(a.model, ": --stage and --in apply to a MetaVoice directory only");
-  const std::vector<int32_t> tokens = parse_tokens(a.tokens);
+  const std::vector<int32_t> tokens = read_tokens(a);
   if (tokens.empty()) fail("--tokens: the token list is empty");
   auto model = load_model(a.model);
   const int64_t V = model->info().vocab_size;
@@ -280,6 +309,9 @@ std::function<int()> setup(CLI::App* sub) {
   auto* a = new LogitsArgs();  // lives as long as the process
   sub->add_option("-m,--model", a->model, "Model: GGUF file or HF directory")->required();
   sub->add_option("--tokens", a->tokens, "Comma-separated token ids, e.g. 2,818,235");
+  sub->add_option("--tokens-file", a->tokens_file,
+                  "Read the ids from FILE ('-': standard input): separated by commas or white "
+                  "space, or a JSON array");
   sub->add_option("--stage", a->stage, "MetaVoice directory: stage 1 (default) or 2");
   sub->add_option("--in", a->input,
                   "MetaVoice stage 2: JSON file {\"tokens\": [[...], [...]]} (one list per "

@@ -23,12 +23,13 @@ class Results:
         print(f"SKIP {name}: {why}", flush=True)
 
 
-def run(cmd, timeout=120, env=None):
-    """(returncode, stdout, stderr) of cmd, output decoded as UTF-8; env: extra variables."""
+def run(cmd, timeout=120, env=None, input=None):
+    """(returncode, stdout, stderr) of cmd, output decoded as UTF-8; env: extra variables;
+    input: text for its standard input."""
     full_env = None
     if env:
         full_env = dict(os.environ)
         full_env.update(env)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-                       env=full_env)
+                       env=full_env, input=None if input is None else input.encode())
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")

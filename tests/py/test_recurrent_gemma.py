@@ -190,6 +190,16 @@ def engine_checks(res, cachet, workdir, quick):
     else:
         ok = lg.shape == (1, cfg.vocab_size) and scaled_err(lg[0], ref[-1]) <= TOL_F32
         res.check("tiny_f32.last", ok, f"shape={tuple(lg.shape)}")
+    # --tokens-file: a JSON array or ids separated by white space, also from standard input
+    tf = os.path.join(workdir, "tokens.json")
+    with open(tf, "w") as f:
+        json.dump(toks, f)
+    want_out = run([cachet, "logits", "-m", tiny, "--tokens", ",".join(map(str, toks))])[1]
+    got_out = run([cachet, "logits", "-m", tiny, "--tokens-file", tf])[1]
+    res.check("tiny_f32.tokens_file", got_out == want_out and len(want_out) > 0, got_out[:120])
+    rc, out, err = run([cachet, "logits", "-m", tiny, "--tokens-file", "-"],
+                       input=" \n".join(map(str, toks)))
+    res.check("tiny_f32.tokens_file_stdin", rc == 0 and out == want_out, err[:200])
     # A one-token sequence and a sequence shorter than the conv width.
     for n in (1, 2):
         lg, why = engine_logits(cachet, tiny, toks[:n])
