@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cachet/cpu.h"
+#include "cachet/error.h"
 #include "cachet/tensor.h"
 #include "cachet/threadpool.h"
 
@@ -66,13 +68,30 @@ uint64_t sum(int streams, const uint8_t* p, size_t n) {
   }
 }
 
+// The probes' buffer, made once and kept to the end of the process. Freed after each probe, it
+// went back to the kernel just before the figure that follows, and a host that takes back the
+// free memory of its guests (virtio-balloon free page reporting, in passes two seconds apart)
+// then slowed that figure's steps: RecurrentGemma-2B Q4_K steps of 80-97 ms among steps of
+// 51 ms, 2 s, 4 s and 6 s into each timed figure, and none with the buffer kept
+// (docs/performance-log.md).
+size_t g_probe_bytes = 0;
+
+void* probe_buffer(size_t bytes) {
+  static std::shared_ptr<void> buf;
+  if (!buf) {
+    buf = aligned_buffer(bytes);
+    g_probe_bytes = bytes;
+  }
+  CACHET_CHECK(g_probe_bytes == bytes, "bandwidth probe: one buffer size per process");
+  return buf.get();
+}
+
 Bandwidth measure(ThreadPool& pool, double seconds, bool bursts) {
   constexpr size_t kSlice = size_t{128} << 20;
   constexpr size_t kChunk = size_t{1} << 20;
   const size_t bytes = size_t{1} << 30;
   const size_t slices = bytes / kSlice;
-  auto buf = aligned_buffer(bytes);
-  auto* p = static_cast<uint8_t*>(buf.get());
+  auto* p = static_cast<uint8_t*>(probe_buffer(bytes));
   pool.parallel_for(static_cast<int64_t>(bytes), 1 << 20, [&](int64_t b, int64_t e) {
     std::memset(p + b, 1, static_cast<size_t>(e - b));
   });
@@ -134,13 +153,20 @@ long g_peak_before_probes_kib = 0;
 
 }  // namespace
 
+double probe_buffer_gib() {
+  return static_cast<double>(g_probe_bytes) / (1024.0 * 1024.0 * 1024.0);
+}
+
 double peak_rss_gib() {
-  return static_cast<double>(std::max(g_peak_before_probes_kib, vm_hwm_kib())) / (1024.0 * 1024.0);
+  const long probe_kib = static_cast<long>(g_probe_bytes / 1024);
+  return static_cast<double>(std::max(g_peak_before_probes_kib, vm_hwm_kib() - probe_kib)) /
+         (1024.0 * 1024.0);
 }
 
 Bandwidth measure_bandwidth(ThreadPool& pool, double seconds, bool bursts) {
-  g_peak_before_probes_kib = std::max(g_peak_before_probes_kib, vm_hwm_kib());
-  Bandwidth bw = measure(pool, seconds, bursts);  // frees its buffer
+  g_peak_before_probes_kib =
+      std::max(g_peak_before_probes_kib, vm_hwm_kib() - static_cast<long>(g_probe_bytes / 1024));
+  Bandwidth bw = measure(pool, seconds, bursts);
   std::ofstream("/proc/self/clear_refs") << "5";  // high-water mark back to the current RSS
   return bw;
 }

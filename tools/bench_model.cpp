@@ -67,11 +67,12 @@ void print_header(const std::string& what, const ThreadPool& pool, uint64_t weig
   std::printf("weights read per %s: %.3f GiB\n", unit, weight_bytes / (1024.0 * 1024 * 1024));
 }
 
+// Resident memory in GiB, the bandwidth probes' buffer left out
 double current_rss_gib() {
   std::ifstream in("/proc/self/statm");
   long pages = 0, resident = 0;
   in >> pages >> resident;
-  return resident * 4096.0 / (1024.0 * 1024.0 * 1024.0);
+  return resident * 4096.0 / (1024.0 * 1024.0 * 1024.0) - probe_buffer_gib();
 }
 
 std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
