@@ -329,8 +329,7 @@ GenRequest parse_gen_request(const json& body, bool chat, const RequestLimits& l
     refuse("mirostat", "is not supported");
   if (const json* v = field(body, "typical_p"); v && get_number(*v, "typical_p") != 1)
     refuse("typical_p", "is not supported");
-  if (const json* v = field(body, "ignore_eos"); v && get_bool(*v, "ignore_eos"))
-    refuse("ignore_eos", "is not supported");
+  if (const json* v = field(body, "ignore_eos")) r.ignore_eos = get_bool(*v, "ignore_eos");
   if (field(body, "n_predict")) refuse("n_predict", "is llama.cpp's name: use max_tokens");
   if (const json* v = field(body, "top_logprobs"); v && get_int(*v, "top_logprobs") > 0)
     bad_value("top_logprobs", "is not supported");

@@ -73,6 +73,7 @@ struct GenRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;
+  bool ignore_eos = false;  // llama.cpp's: EOS and <end_of_turn> are never sampled
 };
 
 // Validates and reads a /v1/completions (chat = false) or /v1/chat/completions body. Wrong

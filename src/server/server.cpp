@@ -17,6 +17,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -245,6 +246,11 @@ void handle_generate(Context& c, const Request& req, Response& res, bool chat) {
   job->stop = g.stop;
   job->stop.insert(job->stop.end(), p.stop.begin(), p.stop.end());
   job->stop_tokens = chat_stop_tokens(*c.tok);
+  if (g.ignore_eos) {  // the end-of-text tokens are never sampled, and so never end the text
+    for (int32_t id : job->stop_tokens)
+      job->sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+    job->stop_tokens.clear();
+  }
   if (c.opts.request_timeout_s > 0)
     job->deadline = Clock::now() + std::chrono::milliseconds(
                                        static_cast<int64_t>(c.opts.request_timeout_s * 1000));

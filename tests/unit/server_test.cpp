@@ -109,6 +109,9 @@ TEST(ServerApi, LogitBiasAliasesAndFieldsThatChangeNothing) {
   EXPECT_EQ(bias[0], (std::pair<int32_t, float>{4, -100.0f}));
   EXPECT_EQ(bias[1], (std::pair<int32_t, float>{17, 2.5f}));
   EXPECT_FLOAT_EQ(r.sampling.repeat_penalty, 1.3f);
+  EXPECT_FALSE(r.ignore_eos);
+  EXPECT_TRUE(
+      parse_gen_request(parse_body(R"({"prompt":"x","ignore_eos":true})"), false, {}).ignore_eos);
 }
 
 TEST(ServerApi, WrongTypesAndValuesNameTheParameter) {
@@ -160,7 +163,7 @@ TEST(ServerApi, WrongTypesAndValuesNameTheParameter) {
       {R"({"prompt":"x","grammar":"root ::= x"})", false, "grammar", "unsupported_parameter"},
       {R"({"prompt":"x","mirostat":2})", false, "mirostat", "unsupported_parameter"},
       {R"({"prompt":"x","typical_p":0.5})", false, "typical_p", "unsupported_parameter"},
-      {R"({"prompt":"x","ignore_eos":true})", false, "ignore_eos", "unsupported_parameter"},
+      {R"({"prompt":"x","ignore_eos":1})", false, "ignore_eos", "invalid_type"},
       {R"({"prompt":"x","n_predict":5})", false, "n_predict", "unsupported_parameter"},
       {R"({"prompt":"x","repeat_penalty":0})", false, "repeat_penalty", "invalid_value"},
       {R"({"prompt":"x","echo":true})", false, "echo", "invalid_value"},
