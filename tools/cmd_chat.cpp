@@ -50,8 +50,8 @@ Register chat_cmd{Command{
         opts.max_tokens = gen->max_tokens;
         opts.stop = gen->stop;
         State state = model->new_state();
-        // Ctrl-C during a reply ends the reply (the conversation goes on); at the prompt, the
-        // chat
+        // Ctrl-C during a reply ends the reply and the conversation goes on; at the prompt it
+        // ends the chat
         InterruptGuard ctrl_c;
         bool first = true;
         int32_t pending = -1;
