@@ -397,6 +397,9 @@ class RecurrentGemma final : public LanguageModel {
     s.rope = buf(N * cfg_.rot_dim());
     s.scores = buf(static_cast<int64_t>(pool.size()) * cfg_.num_attention_heads *
                    (cfg_.attention_window_size + 1));
+    s.value_parts =
+        buf(std::max<int64_t>(pool.size(), (cfg_.attention_window_size + kKeyBlock) / kKeyBlock) *
+            (cfg_.num_attention_heads / cfg_.num_key_value_heads) * cfg_.head_dim);
 
     // x0 = E[token] * bf16(sqrt(d))
     {
@@ -438,12 +441,18 @@ class RecurrentGemma final : public LanguageModel {
     for (const Segment& seg : segs) seg.st->pos += seg.n;
   }
 
+  // Keys per block of the attention's weighted sum of values (attention_block)
+  static constexpr int64_t kKeyBlock = 256;
+
   struct Scratch {
     int32_t* row_seg = nullptr;  // segment of each row
     int64_t* row_pos = nullptr;  // position of each row
     float *a = nullptr, *b = nullptr, *c = nullptr, *e = nullptr, *f = nullptr;
     float* rope = nullptr;    // [N, rot_dim]: cos then sin of each pair
     float* scores = nullptr;  // [threads, heads, W + 1]
+    // [max(threads, value blocks of a window), heads of a KV group, head_dim]: the attention's
+    // sums over blocks of values
+    float* value_parts = nullptr;
   };
 
   bool has_attention() const {
@@ -680,34 +689,51 @@ class RecurrentGemma final : public LanguageModel {
         std::memset(it.out + h * hd, 0, static_cast<size_t>(hd) * sizeof(float));
       }
     };
-    auto values = [&](const Item& it, const float* sc, int64_t c0, int64_t c1) {
-      key_runs(it, false, it.lo, it.p + 1,
-               [&](int64_t j, const float* f, const uint16_t* h, int64_t n) {
-                 if (f)
-                   ops::axpy_rows_heads(sc + j, group, W + 1, f + c0, kvdim, n, c1 - c0,
-                                        it.out + c0, hd);
-                 else
-                   ops::axpy_rows_heads_bf16(sc + j, group, W + 1, h + c0, kvdim, n, c1 - c0,
-                                             it.out + c0, hd);
-               });
+    // The weighted sum of values runs over blocks of kKeyBlock keys counted from the window's
+    // first key: each block's sum on its own (into part, group x hd), then the blocks' sums in
+    // order. Decoding shares the blocks between the threads, so that each value row is read
+    // once (split by columns, both cores pulled every row), and every path and thread count
+    // adds the same numbers in the same order.
+    const int64_t out_n = group * hd;
+    auto block_sum = [&](const Item& it, const float* sc, int64_t blk, float* part) {
+      const int64_t a = it.lo + blk * kKeyBlock, b = std::min(a + kKeyBlock, it.p + 1);
+      std::fill(part, part + out_n, 0.0f);
+      key_runs(it, false, a, b, [&](int64_t j, const float* f, const uint16_t* h, int64_t n) {
+        if (f)
+          ops::axpy_rows_heads(sc + j, group, W + 1, f, kvdim, n, hd, part, hd);
+        else
+          ops::axpy_rows_heads_bf16(sc + j, group, W + 1, h, kvdim, n, hd, part, hd);
+      });
+    };
+    auto add_blocks = [&](const Item& it, const float* parts, int64_t n_blocks) {
+      for (int64_t blk = 0; blk < n_blocks; ++blk)
+        ops::add(it.out, parts + blk * out_n, it.out, out_n);
+    };
+    auto blocks_of = [&](const Item& it) { return (it.nk + kKeyBlock - 1) / kKeyBlock; };
+    auto values = [&](const Item& it, const float* sc, float* part) {
+      for (int64_t blk = 0; blk < blocks_of(it); ++blk) {
+        block_sum(it, sc, blk, part);
+        add_blocks(it, part, 1);
+      }
     };
     if (N * kvh >= static_cast<int64_t>(pool.size())) {
       // A (row, group) per thread at a time.
+      float* parts = s.value_parts;
       auto attend = [&](int tid, int nt) {
         float* sc = s.scores + static_cast<int64_t>(tid) * H * (W + 1);
         for (int64_t item = tid; item < N * kvh; item += nt) {
           const Item it = item_of(item / kvh, item % kvh);
           scores(it, sc, it.lo, it.p + 1);
           softmax(it, sc, 0, group);
-          values(it, sc, 0, hd);
+          values(it, sc, parts + tid * out_n);
         }
       };
       par_run(pool, attend);
     } else {
       // Fewer (row, group) items than threads (decoding): the threads share each item, the
-      // scores split by keys, the softmax by heads, the weighted sums of values by columns
-      // (so each thread reads part of the window). Every value is computed as above.
-      constexpr int64_t kCols = 64;
+      // scores split by keys, the softmax by heads, the value blocks between them (so each
+      // thread reads its part of the window once). Every value is computed as above.
+      float* parts = s.value_parts;
       for (int64_t r = 0; r < N; ++r)
         for (int64_t g = 0; g < kvh; ++g) {
           const Item it = item_of(r, g);
@@ -716,10 +742,12 @@ class RecurrentGemma final : public LanguageModel {
           par_for(pool, it.nk, 64, f1);
           auto f2 = [&](int64_t a, int64_t b) { softmax(it, sc, a, b); };
           par_for(pool, group, 1, f2);
+          const int64_t nb = blocks_of(it);
           auto f3 = [&](int64_t a, int64_t b) {
-            values(it, sc, a * kCols, std::min(hd, b * kCols));
+            for (int64_t blk = a; blk < b; ++blk) block_sum(it, sc, blk, parts + blk * out_n);
           };
-          par_for(pool, (hd + kCols - 1) / kCols, 1, f3);
+          par_for(pool, nb, 1, f3);
+          add_blocks(it, parts, nb);
         }
     }
 
