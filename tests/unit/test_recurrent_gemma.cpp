@@ -103,6 +103,29 @@ TEST(RecurrentGemma, PrefillStepAndChunksAgree) {
 
 // A profiled step names the model's phases, and its products and gates read the weights the
 // roofline counts: all of info().weight_bytes but the embedding row and the small f32 vectors.
+TEST(RecurrentGemma, SameLogitsAtAnyThreadCount) {
+  // A window of several blocks of values (256 keys each), passed by the sequence: decoding
+  // shares an item's blocks between the threads, prefill gives each thread whole items, and
+  // both add the blocks in the same order, so every thread count gives the same logits
+  RecurrentGemmaConfig c = tiny_config();
+  c.attention_window_size = 600;
+  ThreadPool p1(1), p2(2), p3(3);
+  std::vector<std::vector<float>> got;
+  for (ThreadPool* pool : {&p1, &p2, &p3}) {
+    auto m = make_recurrent_gemma(random_recurrent_gemma_files(c, 3, 0.2f), pool);
+    State st = m->new_state();
+    std::vector<float> logits = run_chunks(*m, st, seq(650, 64), 0);
+    std::vector<float> part;
+    for (int32_t t : seq(40, 64, 5)) {  // decoding steps past the window
+      m->forward(st, std::vector<int32_t>{t}, part);
+      logits.insert(logits.end(), part.begin(), part.end());
+    }
+    got.push_back(std::move(logits));
+  }
+  EXPECT_EQ(got[0], got[1]);
+  EXPECT_EQ(got[0], got[2]);
+}
+
 TEST(RecurrentGemma, ProfiledStepReadsTheRooflineBytes) {
   auto m = tiny_model();
   State st = m->new_state();
