@@ -45,7 +45,7 @@ Register chat_cmd{Command{
               shown.c_str());
 
         GenerateOptions opts;
-        opts.stop_tokens = text_stop_tokens(*gen, tok);
+        opts.stop_tokens = end_tokens(tok, gen->ignore_eos, gen->sampling);
         Sampler sampler(gen->sampling);
         opts.max_tokens = gen->max_tokens;
         opts.stop = gen->stop;

@@ -87,7 +87,7 @@ Register run_cmd{Command{
                        info.arch.c_str(), static_cast<unsigned long long>(seed), tokens.size());
         }
         GenerateOptions opts;
-        opts.stop_tokens = text_stop_tokens(a->gen, tok);
+        opts.stop_tokens = end_tokens(tok, a->gen.ignore_eos, a->gen.sampling);
         Sampler sampler(a->gen.sampling);
         opts.max_tokens = a->gen.max_tokens;
         opts.stop = a->gen.stop;

@@ -1,9 +1,6 @@
 #include "text_options.h"
 
-#include <limits>
-
 #include "cachet/error.h"
-#include "cachet/generate.h"
 #include "cli.h"
 
 namespace cachet::cli {
@@ -52,14 +49,6 @@ uint64_t finalize_text_gen_options(TextGenOptions& o) {
   o.sampling.seed = seed_from(o.seed);
   apply_threads(o.threads ? *o.threads : 0);
   return o.sampling.seed;
-}
-
-std::vector<int32_t> text_stop_tokens(TextGenOptions& o, const Tokenizer& tok) {
-  std::vector<int32_t> stops = chat_stop_tokens(tok);
-  if (!o.ignore_eos) return stops;
-  for (int32_t id : stops)
-    o.sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
-  return {};
 }
 
 }  // namespace cachet::cli

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "cachet/sampler.h"
-#include "cachet/tokenizer.h"
 
 namespace cachet::cli {
 
@@ -28,9 +27,5 @@ void add_text_gen_options(CLI::App* sub, TextGenOptions& o);
 
 // Validates the sampling parameters and the stop strings and fixes the seed; returns it.
 uint64_t finalize_text_gen_options(TextGenOptions& o);
-
-// The tokens that end generation (EOS, <end_of_turn>); with --ignore-eos none, and those
-// tokens are never sampled (their logits biased to -inf). Call before making the Sampler.
-std::vector<int32_t> text_stop_tokens(TextGenOptions& o, const Tokenizer& tok);
 
 }  // namespace cachet::cli

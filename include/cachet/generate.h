@@ -79,5 +79,9 @@ std::vector<int32_t> chat_turn_tokens(const Tokenizer& tok, std::string_view mes
 std::string_view trim_chat_text(std::string_view s);
 // EOS and <end_of_turn> (those the tokenizer defines).
 std::vector<int32_t> chat_stop_tokens(const Tokenizer& tok);
+// The tokens that end generation, as chat_stop_tokens; with ignore_eos (llama.cpp's) none, and
+// those tokens are never sampled: sampling gets a -inf logit bias for each. Call before the
+// Sampler is made from sampling.
+std::vector<int32_t> end_tokens(const Tokenizer& tok, bool ignore_eos, SamplingParams& sampling);
 
 }  // namespace cachet

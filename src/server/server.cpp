@@ -17,7 +17,6 @@
 #include <ctime>
 #include <filesystem>
 #include <iterator>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -245,12 +244,7 @@ void handle_generate(Context& c, const Request& req, Response& res, bool chat) {
   job->max_tokens = std::min(g.max_tokens > 0 ? g.max_tokens : c.opts.default_max_tokens, ctx - n);
   job->stop = g.stop;
   job->stop.insert(job->stop.end(), p.stop.begin(), p.stop.end());
-  job->stop_tokens = chat_stop_tokens(*c.tok);
-  if (g.ignore_eos) {  // the end-of-text tokens are never sampled, and so never end the text
-    for (int32_t id : job->stop_tokens)
-      job->sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
-    job->stop_tokens.clear();
-  }
+  job->stop_tokens = end_tokens(*c.tok, g.ignore_eos, job->sampling);
   if (c.opts.request_timeout_s > 0)
     job->deadline = Clock::now() + std::chrono::milliseconds(
                                        static_cast<int64_t>(c.opts.request_timeout_s * 1000));

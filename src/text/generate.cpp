@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "cachet/error.h"
 
@@ -204,6 +205,14 @@ std::vector<int32_t> chat_stop_tokens(const Tokenizer& tok) {
   if (tok.eos_id() >= 0) v.push_back(tok.eos_id());
   if (tok.end_of_turn_id() >= 0) v.push_back(tok.end_of_turn_id());
   return v;
+}
+
+std::vector<int32_t> end_tokens(const Tokenizer& tok, bool ignore_eos, SamplingParams& sampling) {
+  std::vector<int32_t> stops = chat_stop_tokens(tok);
+  if (!ignore_eos) return stops;
+  for (int32_t id : stops)
+    sampling.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+  return {};
 }
 
 }  // namespace cachet
