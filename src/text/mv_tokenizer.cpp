@@ -368,37 +368,29 @@ std::vector<int32_t> MvTokenizer::stage2_ids(std::string_view utf8) const {
 }
 
 std::string MvTokenizer::decode_raw(std::span<const int32_t> ids) const {
-  std::string bytes;
-  for (int32_t id : ids) {
-    if (id >= 0 && static_cast<size_t>(id) < token_bytes_.size()) {
-      bytes += token_bytes_[id];
-      continue;
-    }
-    auto it = impl_->special_by_id.find(id);
-    CACHET_CHECK(it != impl_->special_by_id.end(), name_, ": token id ", id,
-                 " is not in the vocabulary (", token_bytes_.size(), " ranks and ",
-                 impl_->special_by_id.size(), " special tokens)");
-    bytes += it->second;
-  }
-  return utf8_replace_invalid(bytes);
+  return decode(ids, 0);
 }
 
+// Ids less the offset are ranks (or special tokens); errors name the id as given, with its
+// rank when there is an offset.
 std::string MvTokenizer::decode(std::span<const int32_t> ids, int64_t offset) const {
   std::string bytes;
   for (int32_t id : ids) {
     const int64_t r = static_cast<int64_t>(id) - offset;
-    CACHET_CHECK(r >= 0 && r <= std::numeric_limits<int32_t>::max(), name_, ": token id ", id,
-                 " is below the text offset ", offset);
-    // Errors name the id as given, with its rank after the offset
+    CACHET_CHECK(offset == 0 || (r >= 0 && r <= std::numeric_limits<int32_t>::max()), name_,
+                 ": token id ", id, " is below the text offset ", offset);
     const int32_t rank = static_cast<int32_t>(r);
-    if (static_cast<size_t>(rank) < token_bytes_.size()) {
-      bytes += token_bytes_[rank];
+    if (rank >= 0 && static_cast<size_t>(rank) < token_bytes_.size()) {
+      bytes += token_bytes_[static_cast<size_t>(rank)];
       continue;
     }
     auto it = impl_->special_by_id.find(rank);
-    CACHET_CHECK(it != impl_->special_by_id.end(), name_, ": token id ", id, " (rank ", rank,
-                 " after the offset ", offset, ") is not in the vocabulary (", token_bytes_.size(),
-                 " ranks and ", impl_->special_by_id.size(), " special tokens)");
+    CACHET_CHECK(it != impl_->special_by_id.end(), name_, ": token id ", id,
+                 offset == 0 ? std::string()
+                             : " (rank " + std::to_string(rank) + " after the offset " +
+                                   std::to_string(offset) + ")",
+                 " is not in the vocabulary (", token_bytes_.size(), " ranks and ",
+                 impl_->special_by_id.size(), " special tokens)");
     bytes += it->second;
   }
   return utf8_replace_invalid(bytes);
