@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <string>
@@ -37,6 +38,16 @@ struct LogitsArgs {
   std::string input;  // METAVOICE_DIR stage 2: {"tokens": [[...], [...]]}
 };
 
+// A token id written as a whole number, or nothing
+std::optional<int32_t> parse_id(const std::string& item) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(item.c_str(), &end, 10);
+  if (item.empty() || *end != '\0' || errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
+    return std::nullopt;
+  return static_cast<int32_t>(v);
+}
+
 // The ids of --tokens-file: whole numbers separated by commas, white space or both, with or
 // without the brackets of a JSON array (cachet tokenize writes one)
 std::vector<int32_t> parse_token_file(const std::string& path) {
@@ -47,12 +58,9 @@ std::vector<int32_t> parse_token_file(const std::string& path) {
   while ((i = text.find_first_not_of(seps, i)) != std::string::npos) {
     const size_t j = std::min(text.find_first_of(seps, i), text.size());
     const std::string item = text.substr(i, j - i);
-    errno = 0;
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (*end != '\0' || errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
-      fail(path, ": '", item.substr(0, 40), "' at index ", out.size(), " is not a token id");
-    out.push_back(static_cast<int32_t>(v));
+    const auto id = parse_id(item);
+    if (!id) fail(path, ": '", item.substr(0, 40), "' at index ", out.size(), " is not a token id");
+    out.push_back(*id);
     i = j;
   }
   return out;
@@ -71,12 +79,9 @@ std::vector<int32_t> parse_tokens(const std::string& s) {
       if (s.find_first_not_of(" \t") == std::string::npos) break;  // "" or blanks: no tokens
       fail("--tokens: empty item at index ", out.size(), " in '", s, "'");
     }
-    errno = 0;
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (*end != '\0' || errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
-      fail("--tokens: '", item, "' at index ", out.size(), " is not a token id");
-    out.push_back(static_cast<int32_t>(v));
+    const auto id = parse_id(item);
+    if (!id) fail("--tokens: '", item, "' at index ", out.size(), " is not a token id");
+    out.push_back(*id);
     i = j + 1;
   }
   return out;
@@ -153,7 +158,7 @@ int run_metavoice_stage1(const LogitsArgs& a, int64_t chunk, const std::vector<i
     if (a.last && s + n < T) continue;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t pos = a.last ? T - 1 : s + r;
-      if (pos > (a.last ? T - 1 : 0)) std::printf(", ");
+      if (!a.last && pos > 0) std::printf(", ");
       print_row(part.data() + r * V, V, "guidance row 0, position " + std::to_string(pos));
     }
     row1.insert(row1.end(), part.begin() + rows * V, part.begin() + 2 * rows * V);
