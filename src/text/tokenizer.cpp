@@ -127,7 +127,10 @@ std::string tokenizer_beside(const std::string& file) {
   return fs::is_regular_file(tm, ec) ? tm.string() : std::string();
 }
 
-[[noreturn]] void no_gguf_tokenizer(const std::string& path) {
+// The tokenizer a GGUF file carries, else the tokenizer.model beside it
+Tokenizer gguf_or_beside(const GgufFile& g, const std::string& path) {
+  if (g.has(kProtoKey) || g.has(kTokensKey)) return Tokenizer::from_gguf(g);
+  if (const std::string tm = tokenizer_beside(path); !tm.empty()) return Tokenizer::from_file(tm);
   fail(path, " has no tokenizer: the GGUF file has no '", kProtoKey,
        "' key and no tokenizer.model is beside it; put the model's tokenizer.model in the same "
        "folder, or convert the model again from a directory that contains one");
@@ -139,10 +142,8 @@ Tokenizer Tokenizer::from_model_files(const ModelFiles& files) {
   if (files.gguf && (files.gguf->has(kProtoKey) || files.gguf->has(kTokensKey)))
     return from_gguf(*files.gguf);
   if (!files.tokenizer_model.empty()) return from_file(files.tokenizer_model);
-  if (files.format == ModelFiles::Format::Gguf) {
-    if (const std::string tm = tokenizer_beside(files.path); !tm.empty()) return from_file(tm);
-    no_gguf_tokenizer(files.path);
-  }
+  if (files.format == ModelFiles::Format::Gguf && files.gguf)
+    return gguf_or_beside(*files.gguf, files.path);
   fail(files.path, " has no tokenizer: put tokenizer.model in the directory or use a GGUF file ",
        "converted with one");
 }
@@ -158,12 +159,7 @@ Tokenizer Tokenizer::from_path(const std::string& path) {
                  " has no tokenizer: put tokenizer.model (a SentencePiece model) in the directory");
     return from_file(tm);
   }
-  if (GgufFile::has_magic(path)) {
-    const auto g = GgufFile::open(path);
-    if (g->has(kProtoKey) || g->has(kTokensKey)) return from_gguf(*g);
-    if (const std::string tm = tokenizer_beside(path); !tm.empty()) return from_file(tm);
-    no_gguf_tokenizer(path);
-  }
+  if (GgufFile::has_magic(path)) return gguf_or_beside(*GgufFile::open(path), path);
   if (fs::path(path).extension() == ".safetensors") {
     const std::string tm = tokenizer_beside(path);
     CACHET_CHECK(!tm.empty(), path,
