@@ -61,11 +61,16 @@ DType parse_type(const std::string& s) {
   return *t;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // Matrices take the type asked for; vectors, conv taps, the 3-D RG-LRU gates and every bias
 // (the RG-LRU gate biases are [heads, width] but added, not multiplied) stay F32.
 DType target_type(const std::string& name, const Tensor& t, DType want) {
   if (t.ndim() != 2 || t.cols() < 2 || t.rows() < 2) return DType::F32;
-  if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) return DType::F32;
+  if (ends_with(name, "bias")) return DType::F32;
   return matrix_type_for(want, t.cols());
 }
 
@@ -102,11 +107,6 @@ void add_converted_tensors(GgufWriter& w, const ModelFiles& files, DType want, T
       }
     });
   }
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // What a run of add_converted_tensors stored the matrices as: "Q4_K", or "Q4_K (3 in Q8_0: ...)"
