@@ -8,7 +8,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "cachet/error.h"
@@ -251,7 +250,6 @@ float f8_e5m2_to_f32(uint8_t b) {
 // as the strings "NaN", "Infinity" and "-Infinity" (protobuf's JSON mapping does the same).
 class ValueWriter {
  public:
-  ~ValueWriter() { flush(); }
   void sep() {
     if (n_++) buf_ += ", ";
     if (buf_.size() > (1u << 20)) flush();
@@ -271,11 +269,8 @@ class ValueWriter {
     }
   }
   void f32(float v) { f64(static_cast<double>(v), 9); }
-  void i64(int64_t v) {
-    sep();
-    buf_ += std::to_string(v);
-  }
-  void u64(uint64_t v) {
+  template <typename Int>
+  void integer(Int v) {
     sep();
     buf_ += std::to_string(v);
   }
@@ -302,13 +297,7 @@ void write_values(const Tensor& t, ValueWriter& w) {
     return v;
   };
   auto as_int = [&](auto zero) {
-    each(sizeof zero, [&](const uint8_t* q) {
-      const auto v = rd(q, zero);
-      if constexpr (std::is_same_v<decltype(zero), uint64_t>)
-        w.u64(v);
-      else
-        w.i64(static_cast<int64_t>(v));
-    });
+    each(sizeof zero, [&](const uint8_t* q) { w.integer(rd(q, zero)); });
   };
   switch (t.dtype) {
     case DType::F32:
