@@ -768,11 +768,18 @@ struct KBF16_X16 : BF16X16Stream {
 // bytes: on a core that issues vdpbf16ps at a quarter of the FMA rate, faster than KBF16_X16.
 
 struct KBF16F_X16 : BF16X16Stream {
+  // With two or more activation rows, the chunk's 16 steps and the groups unrolled: GCC left
+  // both in loops, with the accumulators in memory (eight a row, two groups and MetaVoice's two
+  // rows: 32 of them) and their slots computed at each step. The same operations in the same
+  // order, so the same floats. On a host without AMX, `cachet bench --random metavoice-1b
+  // --type BF16 -t 2 --decode-steps 128`: see docs/performance-log.md, "A host without AMX".
+  template <int NX>
+  static constexpr bool kUnrollGroups = NX >= 2;
   template <int NX>
   [[gnu::always_inline]] static inline void chunk(const uint8_t* c, int64_t b, const XPrep* xs,
                                                   __m512 (&acc)[kAcc][NX]) {
     const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
-    for (int k = 0; k < 16; ++k) {
+    auto step = [&](int k) __attribute__((always_inline)) {
       const __m512i v = loadu512(c + 64 * k);
       const __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));  // column 2k
       const __m512 w1 = _mm512_castsi512_ps(_mm512_and_si512(v, hi));   // column 2k + 1
@@ -782,6 +789,12 @@ struct KBF16F_X16 : BF16X16Stream {
         acc[(2 * k + 1) % kAcc][j] =
             _mm512_fmadd_ps(w1, _mm512_set1_ps(x[1]), acc[(2 * k + 1) % kAcc][j]);
       }
+    };
+    if constexpr (NX >= 2) {
+#pragma GCC unroll 16
+      for (int k = 0; k < 16; ++k) step(k);
+    } else {
+      for (int k = 0; k < 16; ++k) step(k);
     }
   }
 };
@@ -855,6 +868,12 @@ template <typename K>
 concept SpreadPrefetch = requires {
   K::kPrefetchBytes;
 };
+// A kernel whose groups GCC would leave in a loop for NX rows, their accumulators in memory
+// (kUnrollGroups<NX>).
+template <typename K, int NX>
+concept UnrolledGroups = requires {
+  requires K::template kUnrollGroups<NX>;
+};
 
 // An interleaved kernel K gives kChunkCols and kChunkBytes (one chunk of a group of 16 rows),
 // kAcc accumulators per activation row, kMaxGroups<NX> (groups it can read side by side: its
@@ -891,11 +910,17 @@ void run_groups(const uint8_t* const* groups, const XPrep* xs, int64_t nb, float
       else
         for (int g = 0; g < G; ++g) K::template chunks<1, NX, PF>(cs + g, i, xs, acc + g);
     } else {
-      for (int g = 0; g < G; ++g) {
+      auto one = [&](int g) __attribute__((always_inline)) {
         const uint8_t* c = groups[g] + i * K::kChunkBytes;
         if constexpr (PF)
           prefetch_lines<K::kChunkBytes>(c + K::template kPrefetchChunks<G> * PF * K::kChunkBytes);
         K::template chunk<NX>(c, i, xs, acc[g]);
+      };
+      if constexpr (UnrolledGroups<K, NX>) {
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) one(g);
+      } else {
+        for (int g = 0; g < G; ++g) one(g);
       }
     }
   }
