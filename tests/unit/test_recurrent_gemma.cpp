@@ -101,8 +101,6 @@ TEST(RecurrentGemma, PrefillStepAndChunksAgree) {
   }
 }
 
-// A profiled step names the model's phases, and its products and gates read the weights the
-// roofline counts: all of info().weight_bytes but the embedding row and the small f32 vectors.
 TEST(RecurrentGemma, SameLogitsAtAnyThreadCount) {
   // A window of several blocks of values (256 keys each), passed by the sequence: decoding
   // shares an item's blocks between the threads, prefill gives each thread whole items, and
@@ -126,6 +124,8 @@ TEST(RecurrentGemma, SameLogitsAtAnyThreadCount) {
   EXPECT_EQ(got[0], got[2]);
 }
 
+// A profiled step names the model's phases, and its products and gates read the weights the
+// roofline counts: all of info().weight_bytes but the embedding row and the small f32 vectors.
 TEST(RecurrentGemma, ProfiledStepReadsTheRooflineBytes) {
   auto m = tiny_model();
   State st = m->new_state();
